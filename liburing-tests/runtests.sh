@@ -1,0 +1,86 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Run tests inside the guest and print TAP, one line per test, named with
+# the kernel flavour and file system config. Runs in the guest booted by
+# vm/run, which sets TEST_FLAVOUR, TEST_FS and TEST_DIR.
+#
+# usage: runtests.sh EXPECTATIONS TEST...
+#
+# Each test's expected outcome (pass or fail) comes from EXPECTATIONS, a
+# table of "test flavour fs expect" lines where the last matching line wins
+# and '*' matches anything. A test expected to fail that passes is a
+# failure: it proved nothing. A kernel splat logged while a test ran fails
+# that test whatever it returned.
+set -u
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+SPLAT_RE=$(cat "$TOP/vm/splat-patterns")
+TEST_TIMEOUT=${TEST_TIMEOUT:-900}
+FLAVOUR=${TEST_FLAVOUR:-unknown}
+FS=${TEST_FS:-none}
+
+expectation() {
+	local name=$1 t f s e want=pass
+	while read -r t f s e; do
+		case "$t" in '' | '#'*) continue ;; esac
+		# shellcheck disable=SC2254 # the columns are glob patterns
+		case "$name" in $t) ;; *) continue ;; esac
+		case "$FLAVOUR" in $f) ;; *) continue ;; esac
+		case "$FS" in $s) ;; *) continue ;; esac
+		want=$e
+	done <"$EXPECT"
+	echo "$want"
+}
+
+# Output of the last test, as TAP comments.
+comment() {
+	sed 's/^/# /' "$1"
+}
+
+run_one() {
+	local bin=$1 n=$2 name log rc want splat label
+	name=$(basename "$bin")
+	label="$name [$FLAVOUR/$FS]"
+	want=$(expectation "$name")
+	log=$(mktemp)
+	echo "uring-test: start $name $FLAVOUR $FS" >/dev/kmsg
+	timeout -k 10 "$TEST_TIMEOUT" "$bin" >"$log" 2>&1
+	rc=$?
+	echo "uring-test: end $name rc=$rc" >/dev/kmsg
+	splat=$(dmesg | sed -n "/uring-test: start $name $FLAVOUR $FS/,\$p" | grep -m1 -E "$SPLAT_RE")
+	comment "$log"
+	rm -f "$log"
+	if [ -n "$splat" ]; then
+		echo "not ok $n - $label: kernel splat: $splat"
+		return 1
+	fi
+	case "$rc/$want" in
+	77/*) echo "ok $n - $label # SKIP test reported the feature missing" ;;
+	124/* | 137/*) echo "not ok $n - $label: timed out after ${TEST_TIMEOUT}s"; return 1 ;;
+	0/pass) echo "ok $n - $label" ;;
+	0/fail) echo "not ok $n - $label: expected to fail on $FLAVOUR/$FS but passed"; return 1 ;;
+	*/fail) echo "not ok $n - $label # TODO expected failure on $FLAVOUR (exit $rc)" ;;
+	*/pass) echo "not ok $n - $label: exit status $rc"; return 1 ;;
+	*) echo "not ok $n - $label: bad expectation '$want'"; return 1 ;;
+	esac
+	return 0
+}
+
+main() {
+	local n=0 failed=0 bin
+	[ $# -ge 2 ] || { echo "usage: $0 EXPECTATIONS TEST..." >&2; exit 2; }
+	EXPECT=$1
+	shift
+	[ -r "$EXPECT" ] || { echo "Bail out! cannot read $EXPECT"; exit 1; }
+	cd "${TEST_DIR:-/tmp}" || { echo "Bail out! cannot cd to $TEST_DIR"; exit 1; }
+	echo "1..$#"
+	echo "# kernel $(uname -r) flavour $FLAVOUR fs $FS ($(findmnt -n -o SOURCE,FSTYPE,OPTIONS -T . | tr -s ' '))"
+	for bin in "$@"; do
+		n=$((n + 1))
+		run_one "$bin" "$n" || failed=$((failed + 1))
+	done
+	[ "$failed" = 0 ]
+}
+
+main "$@"

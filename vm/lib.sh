@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared settings for the vm/ scripts. Sourced, not run.
+#
+# Environment overrides (see docs/usage.md):
+#   URING_VM_CACHE   cache directory (kernel trees, builds, ccache, logs)
+#   URING_VM_JOBS    make -j for kernel builds (default: nproc)
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${URING_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/uring-overwrite}
+JOBS=${URING_VM_JOBS:-$(nproc)}
+FLAVOURS="baseline patched debug"
+PROG=$(basename "$0")
+
+die() {
+	echo "$PROG: error: $*" >&2
+	exit 1
+}
+
+say() {
+	echo "$PROG: $*"
+}
+
+# Print an external command, then run it.
+run() {
+	echo "+ $*" >&2
+	"$@"
+}
+
+valid_flavour() {
+	case " $FLAVOURS " in
+	*" $1 "*) return 0 ;;
+	esac
+	return 1
+}
+
+kernel_image() {
+	echo "$CACHE/$1/build/arch/x86/boot/bzImage"
+}
+
+# Refuse to start a long step on a nearly full disk: one clear line.
+need_space() {
+	local dir=$1 need_mb=$2 have_mb
+	mkdir -p "$dir"
+	have_mb=$(df -Pm "$dir" | awk 'NR == 2 { print $4 }')
+	if [ "$have_mb" -lt "$need_mb" ]; then
+		die "not enough disk space in $dir: ${have_mb} MiB free, need ${need_mb} MiB (set URING_VM_CACHE elsewhere?)"
+	fi
+}
