@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "helpers.h"
 
@@ -63,6 +65,57 @@ int t_create_file(const char *tag, int flags, char *path_out, size_t path_len)
 	if (path_out)
 		snprintf(path_out, path_len, "%s", path);
 	return fd;
+}
+
+/* Is @opt one of the comma-separated options in @list? */
+static int t_opt_in_list(const char *list, const char *opt)
+{
+	size_t n = strlen(opt);
+	const char *p = list;
+
+	while (p && *p) {
+		if (!strncmp(p, opt, n) && (p[n] == ',' || p[n] == '\0'))
+			return 1;
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return 0;
+}
+
+int t_mount_has_option(int fd, const char *opt)
+{
+	char line[4096], majmin[32], *tok, *save, *last = NULL;
+	int field, found = -1;
+	struct stat st;
+	FILE *f;
+
+	if (fstat(fd, &st))
+		return -1;
+	snprintf(majmin, sizeof(majmin), "%u:%u", major(st.st_dev), minor(st.st_dev));
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return -1;
+	/*
+	 * Fields: id parent major:minor root mountpoint mount-options
+	 * [optional...] - fstype source super-options
+	 */
+	while (found < 0 && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		field = 0;
+		for (tok = strtok_r(line, " ", &save); tok;
+		     tok = strtok_r(NULL, " ", &save), field++) {
+			if (field == 2 && strcmp(tok, majmin))
+				break;
+			if (field == 5 && t_opt_in_list(tok, opt))
+				found = 1;
+			last = tok;
+		}
+		if (field > 2 && found < 0)
+			found = last && t_opt_in_list(last, opt);
+	}
+	fclose(f);
+	return found < 0 ? -1 : found;
 }
 
 unsigned int t_seed(const char *test_name)

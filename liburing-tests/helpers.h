@@ -35,6 +35,12 @@ int t_create_file(const char *tag, int flags, char *path_out, size_t path_len);
 unsigned int t_seed(const char *test_name);
 
 /*
+ * Does the mount holding @fd have option @opt (e.g. "lazytime")? Reads
+ * /proc/self/mountinfo. Returns 1, 0, or -1 when it cannot tell.
+ */
+int t_mount_has_option(int fd, const char *opt);
+
+/*
  * Deterministic bytes: the byte at file offset @off written by generation
  * @gen. Lets a reader name which write a byte came from.
  */

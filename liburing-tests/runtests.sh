@@ -68,15 +68,21 @@ run_one() {
 }
 
 main() {
-	local n=0 failed=0 bin
+	local n=0 failed=0 bin tests
 	[ $# -ge 2 ] || { echo "usage: $0 EXPECTATIONS TEST..." >&2; exit 2; }
 	EXPECT=$1
 	shift
 	[ -r "$EXPECT" ] || { echo "Bail out! cannot read $EXPECT"; exit 1; }
-	cd "${TEST_DIR:-/tmp}" || { echo "Bail out! cannot cd to $TEST_DIR"; exit 1; }
-	echo "1..$#"
-	echo "# kernel $(uname -r) flavour $FLAVOUR fs $FS ($(findmnt -n -o SOURCE,FSTYPE,OPTIONS -T . | tr -s ' '))"
+	EXPECT=$(readlink -f "$EXPECT")
+	# Test paths may be relative to the caller's directory; we cd away.
+	tests=()
 	for bin in "$@"; do
+		tests+=("$(readlink -f "$bin")")
+	done
+	cd "${TEST_DIR:-/tmp}" || { echo "Bail out! cannot cd to $TEST_DIR"; exit 1; }
+	echo "1..${#tests[@]}"
+	echo "# kernel $(uname -r) flavour $FLAVOUR fs $FS ($(findmnt -n -o SOURCE,FSTYPE,OPTIONS -T . | tr -s ' '))"
+	for bin in "${tests[@]}"; do
 		n=$((n + 1))
 		run_one "$bin" "$n" || failed=$((failed + 1))
 	done

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: plain io_uring buffered overwrites (no RWF_NOWAIT) of a
+ *		cached, allocated file must complete inline, not be punted
+ *		to io-wq.
+ *
+ * Random 4 KiB overwrites of one file with 1 and 4 threads (each with its
+ * own ring) at QD 1 and 16. Punts are counted exactly with a hist trigger
+ * on the io_uring:io_uring_queue_async_work tracepoint over each run. A
+ * further run on a SINGLE_ISSUER|DEFER_TASKRUN ring at QD 1 counts writes
+ * whose CQE is not visible right after io_uring_submit(): an inline write
+ * posts it during submission, a punted one only when the task waits.
+ *
+ * Bounds (the design's, see docs/design.md):
+ *  - lazytime mounts: zero punts, every DEFER_TASKRUN write inline;
+ *  - other mounts: a write that finds the timestamps stale may punt (the
+ *    update needs a blocking transaction); once it is done, writes in the
+ *    same clock tick are inline. Writes already submitted in that tick can
+ *    each find the timestamps stale, so the bound is
+ *    (ticks elapsed + 1) x threads x queue depth.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+#define FILE_SIZE	(8 * 1024 * 1024)
+#define BS		4096
+
+static unsigned int writes_per_thread = 400;
+static int fd;
+
+struct worker {
+	pthread_t thread;
+	unsigned int qd;
+	unsigned int seed;
+	unsigned int ring_flags;
+	unsigned long done, not_inline;
+	int err;
+};
+
+static void *writer(void *arg)
+{
+	struct worker *w = arg;
+	unsigned long submitted = 0;
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	char *buf;
+	int ret;
+
+	w->err = io_uring_queue_init(w->qd, &ring, w->ring_flags);
+	if (w->err)
+		return NULL;
+	buf = aligned_alloc(BS, BS);
+	memset(buf, w->seed & 0xff, BS);
+	while (w->done < writes_per_thread) {
+		while (submitted < writes_per_thread && submitted - w->done < w->qd) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			off_t off = (off_t)(rand_r(&w->seed) % (FILE_SIZE / BS)) * BS;
+
+			io_uring_prep_write(sqe, fd, buf, BS, off);
+			submitted++;
+		}
+		ret = io_uring_submit(&ring);
+		if (ret < 0) {
+			w->err = ret;
+			break;
+		}
+		/* QD 1 on a DEFER_TASKRUN ring: an inline write has its CQE now. */
+		if (w->qd == 1 && !io_uring_cq_ready(&ring))
+			w->not_inline++;
+		ret = io_uring_wait_cqe(&ring, &cqe);
+		if (ret) {
+			w->err = ret;
+			break;
+		}
+		do {
+			if (cqe->res != BS) {
+				fprintf(stderr, "write returned %d\n", cqe->res);
+				w->err = cqe->res < 0 ? cqe->res : -EIO;
+			}
+			io_uring_cqe_seen(&ring, cqe);
+			w->done++;
+		} while (!io_uring_peek_cqe(&ring, &cqe));
+		if (w->err)
+			break;
+	}
+	io_uring_queue_exit(&ring);
+	free(buf);
+	return NULL;
+}
+
+static long ticks_between(const struct timespec *a, const struct timespec *b)
+{
+	struct timespec res;
+	long long ns;
+
+	clock_getres(CLOCK_REALTIME_COARSE, &res);
+	ns = (b->tv_sec - a->tv_sec) * 1000000000LL + (b->tv_nsec - a->tv_nsec);
+	return (long)(ns / (res.tv_sec * 1000000000LL + res.tv_nsec));
+}
+
+static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
+	       int lazytime, unsigned int *seed)
+{
+	struct worker w[4];
+	struct timespec t0, t1;
+	unsigned long not_inline = 0, total = 0;
+	long punts, ticks, bound;
+	unsigned int i;
+	int err = 0;
+
+	if (t_punts_start())
+		return -1;
+	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
+	for (i = 0; i < threads; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].qd = qd;
+		w[i].seed = rand_r(seed);
+		w[i].ring_flags = ring_flags;
+		pthread_create(&w[i].thread, NULL, writer, &w[i]);
+	}
+	for (i = 0; i < threads; i++) {
+		pthread_join(w[i].thread, NULL);
+		if (w[i].err) {
+			fprintf(stderr, "writer %u: %s\n", i, strerror(-w[i].err));
+			err = 1;
+		}
+		not_inline += w[i].not_inline;
+		total += w[i].done;
+	}
+	clock_gettime(CLOCK_REALTIME_COARSE, &t1);
+	punts = t_punts_read();
+	t_punts_stop();
+	if (punts < 0 || err)
+		return -1;
+	ticks = ticks_between(&t0, &t1);
+	bound = lazytime ? 0 : (ticks + 1) * threads * qd;
+	printf("threads %u qd %u%s: %lu writes, %ld punts (%.1f per 1000), %ld clock ticks, bound %ld",
+	       threads, qd, ring_flags ? " DEFER_TASKRUN" : "", total, punts,
+	       1000.0 * punts / total, ticks, bound);
+	if (ring_flags)
+		printf(", %lu not inline", not_inline);
+	printf("\n");
+	if (punts > bound) {
+		fprintf(stderr, "threads %u qd %u: %ld punts exceed the bound %ld\n",
+			threads, qd, punts, bound);
+		return 1;
+	}
+	if (ring_flags && not_inline > (unsigned long)bound) {
+		fprintf(stderr, "DEFER_TASKRUN: %lu writes not inline, bound %ld\n",
+			not_inline, bound);
+		return 1;
+	}
+	return 0;
+}
+
+int main(void)
+{
+	static const struct { unsigned int threads, qd, flags; } runs[] = {
+		{ 1, 1, 0 }, { 1, 16, 0 }, { 4, 1, 0 }, { 4, 16, 0 },
+		{ 1, 1, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN },
+	};
+	unsigned int seed, i;
+	int lazytime, ret, failed = 0;
+	char *buf;
+
+	seed = t_seed("no-punt");
+	if (getenv("TEST_WRITES"))
+		writes_per_thread = strtoul(getenv("TEST_WRITES"), NULL, 0);
+	fd = t_create_file("no-punt", 0, NULL, 0);
+	buf = malloc(FILE_SIZE);
+	memset(buf, 0x11, FILE_SIZE);
+	if (pwrite(fd, buf, FILE_SIZE, 0) != FILE_SIZE || fsync(fd) ||
+	    pread(fd, buf, FILE_SIZE, 0) != FILE_SIZE) {
+		perror("prefill");
+		return T_EXIT_FAIL;
+	}
+	free(buf);
+	lazytime = t_mount_has_option(fd, "lazytime");
+	if (lazytime < 0)
+		return T_EXIT_FAIL;
+	printf("fs %s, lazytime %s\n", t_test_fs(), lazytime ? "yes" : "no");
+
+	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		ret = run(runs[i].threads, runs[i].qd, runs[i].flags, lazytime, &seed);
+		if (ret < 0) {
+			fprintf(stderr, "run %u could not be measured\n", i);
+			return T_EXIT_FAIL;
+		}
+		failed |= ret;
+	}
+	close(fd);
+	return failed ? T_EXIT_FAIL : T_EXIT_PASS;
+}

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: RWF_NOWAIT buffered overwrites of cached, allocated data
+ *		must complete in full, through io_uring and pwritev2(2).
+ *
+ * The file is written and fsynced first, so every overwritten range is
+ * allocated and in the page cache. Ranges: 64 B, 512 B unaligned, 4 KiB
+ * aligned, 4 KiB straddling two pages, 16 KiB, 64 KiB. Each round starts
+ * after the timestamp clock has ticked, so the first write of a round
+ * needs an mtime/ctime update.
+ *
+ * Allowed outcomes of a NOWAIT overwrite:
+ *  - the full length;
+ *  - -EAGAIN, only on a mount without lazytime and only while the file's
+ *    timestamps are stale (the update needs a transaction that may block).
+ *    The test then falls back to a blocking write, as an application
+ *    would, so the next NOWAIT write in the same clock tick must succeed.
+ * Anything else fails: -EAGAIN on a lazytime mount, -EAGAIN although
+ * mtime and ctime already equal the current coarse time, -EOPNOTSUPP or
+ * -EINVAL (no NOWAIT buffered writes at all), a short count, wrong data.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+#define FILE_SIZE	(1024 * 1024)
+#define ROUNDS		10
+
+static const struct range {
+	const char *name;
+	off_t off;
+	unsigned int len;
+} ranges[] = {
+	{ "64B", 100, 64 },
+	{ "512B-unaligned", 513, 512 },
+	{ "4KiB-aligned", 8192, 4096 },
+	{ "4KiB-straddling", 3 * 4096 + 2048, 4096 },
+	{ "16KiB", 32768, 16384 },
+	{ "64KiB", 131072, 65536 },
+};
+
+enum method { VIA_URING, VIA_PWRITEV2 };
+static const char *const method_name[] = { "io_uring", "pwritev2" };
+
+static struct io_uring ring;
+static unsigned char *wbuf, *rbuf, *image;
+static int lazytime;
+
+static int do_write(enum method m, int fd, unsigned int len, off_t off, int flags)
+{
+	struct iovec iov = { .iov_base = wbuf, .iov_len = len };
+	ssize_t ret;
+
+	if (m == VIA_URING)
+		return t_uring_pwrite(&ring, fd, wbuf, len, off, flags);
+	ret = pwritev2(fd, &iov, 1, off, flags);
+	return ret < 0 ? -errno : (int)ret;
+}
+
+static int ts_equal(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/*
+ * After an -EAGAIN: was a timestamp update really due? The kernel compares
+ * the inode's times with the coarse clock; if both already equal the coarse
+ * clock read *after* the write, they equalled it when the write looked.
+ */
+static int eagain_justified(int fd)
+{
+	struct timespec now;
+	struct stat st;
+
+	if (fstat(fd, &st) || clock_gettime(CLOCK_REALTIME_COARSE, &now))
+		return 0;
+	return !(ts_equal(&st.st_mtim, &now) && ts_equal(&st.st_ctim, &now));
+}
+
+/* Sleep until the coarse clock has moved on: the next write must update times. */
+static void next_tick(void)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &a);
+	do {
+		usleep(2000);
+		clock_gettime(CLOCK_REALTIME_COARSE, &b);
+	} while (ts_equal(&a, &b));
+}
+
+static int check_range(int fd, const struct range *r, const char *what)
+{
+	ssize_t ret = pread(fd, rbuf, r->len, r->off);
+
+	if (ret != r->len || memcmp(rbuf, image + r->off, r->len)) {
+		fprintf(stderr, "%s %s: read back %zd bytes at %lld, data %s\n",
+			what, r->name, ret, (long long)r->off,
+			ret == r->len ? "differs" : "short");
+		return 1;
+	}
+	return 0;
+}
+
+static int test_method(int fd, enum method m)
+{
+	unsigned int round, i, ok = 0, eagain = 0, gen = 100 * (m + 1);
+	const char *mn = method_name[m];
+	int ret;
+
+	for (round = 0; round < ROUNDS; round++) {
+		next_tick();
+		for (i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+			const struct range *r = &ranges[i];
+
+			t_fill_pattern(wbuf, r->len, r->off, ++gen);
+			ret = do_write(m, fd, r->len, r->off, RWF_NOWAIT);
+			if (ret == (int)r->len) {
+				ok++;
+			} else if (ret == -EAGAIN) {
+				eagain++;
+				if (lazytime) {
+					fprintf(stderr, "%s %s round %u: -EAGAIN on a lazytime mount\n",
+						mn, r->name, round);
+					return 1;
+				}
+				if (!eagain_justified(fd)) {
+					fprintf(stderr, "%s %s round %u: -EAGAIN with timestamps already current\n",
+						mn, r->name, round);
+					return 1;
+				}
+				/* The application's fallback: a blocking write. */
+				ret = do_write(m, fd, r->len, r->off, 0);
+				if (ret != (int)r->len) {
+					fprintf(stderr, "%s %s: blocking fallback returned %d\n",
+						mn, r->name, ret);
+					return 1;
+				}
+			} else {
+				fprintf(stderr, "%s %s round %u: NOWAIT overwrite of %u bytes at %lld returned %d (%s)\n",
+					mn, r->name, round, r->len, (long long)r->off, ret,
+					ret < 0 ? strerror(-ret) : "short");
+				return 1;
+			}
+			memcpy(image + r->off, wbuf, r->len);
+			if (check_range(fd, r, mn))
+				return 1;
+		}
+	}
+	printf("%s: %u NOWAIT overwrites completed, %u -EAGAIN (timestamp ticks)\n",
+	       mn, ok, eagain);
+	return 0;
+}
+
+int main(void)
+{
+	int fd, ret, failed = 0;
+	off_t off;
+
+	t_seed("nowait-overwrite");
+	ret = io_uring_queue_init(4, &ring, 0);
+	if (ret) {
+		fprintf(stderr, "io_uring_queue_init: %s\n", strerror(-ret));
+		return T_EXIT_SKIP;
+	}
+	wbuf = malloc(FILE_SIZE);
+	rbuf = malloc(FILE_SIZE);
+	image = malloc(FILE_SIZE);
+	if (!wbuf || !rbuf || !image)
+		return T_EXIT_FAIL;
+	fd = t_create_file("nowait-overwrite", 0, NULL, 0);
+	lazytime = t_mount_has_option(fd, "lazytime");
+	if (lazytime < 0) {
+		fprintf(stderr, "cannot read mount options\n");
+		return T_EXIT_FAIL;
+	}
+	printf("fs %s, lazytime %s\n", t_test_fs(), lazytime ? "yes" : "no");
+
+	/* Allocate and cache every block: written, fsynced, read back. */
+	t_fill_pattern(image, FILE_SIZE, 0, 1);
+	if (pwrite(fd, image, FILE_SIZE, 0) != FILE_SIZE || fsync(fd) ||
+	    pread(fd, rbuf, FILE_SIZE, 0) != FILE_SIZE) {
+		perror("prefill");
+		return T_EXIT_FAIL;
+	}
+
+	if (test_method(fd, VIA_URING)) {
+		fprintf(stderr, "test_method io_uring failed\n");
+		failed = 1;
+	}
+	if (test_method(fd, VIA_PWRITEV2)) {
+		fprintf(stderr, "test_method pwritev2 failed\n");
+		failed = 1;
+	}
+	for (off = 0; !failed && off < FILE_SIZE; off += 65536) {
+		if (pread(fd, rbuf, 65536, off) != 65536 ||
+		    memcmp(rbuf, image + off, 65536)) {
+			fprintf(stderr, "final check: mismatch in 64 KiB at %lld\n",
+				(long long)off);
+			failed = 1;
+		}
+	}
+	close(fd);
+	io_uring_queue_exit(&ring);
+	return failed ? T_EXIT_FAIL : T_EXIT_PASS;
+}
