@@ -8,8 +8,9 @@
 # usage: runtests.sh EXPECTATIONS TEST...
 #
 # Each test's expected outcome (pass or fail) comes from EXPECTATIONS, a
-# table of "test flavour fs expect" lines where the last matching line wins
-# and '*' matches anything. A test expected to fail that passes is a
+# table of "test flavour fs expect [reason]" lines where the last matching
+# line wins and '*' matches anything. An expected failure whose output
+# does not match the reason (an extended regex) is a failure. A test expected to fail that passes is a
 # failure: it proved nothing. A kernel splat logged while a test ran fails
 # that test whatever it returned.
 set -u
@@ -20,15 +21,16 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-900}
 FLAVOUR=${TEST_FLAVOUR:-unknown}
 FS=${TEST_FS:-none}
 
+# Print "expect reason-regex" for a test: the last matching line wins.
 expectation() {
-	local name=$1 t f s e want=pass
-	while read -r t f s e; do
+	local name=$1 t f s e r want="pass"
+	while read -r t f s e r; do
 		case "$t" in '' | '#'*) continue ;; esac
 		# shellcheck disable=SC2254 # the columns are glob patterns
 		case "$name" in $t) ;; *) continue ;; esac
 		case "$FLAVOUR" in $f) ;; *) continue ;; esac
 		case "$FS" in $s) ;; *) continue ;; esac
-		want=$e
+		want="$e $r"
 	done <"$EXPECT"
 	echo "$want"
 }
@@ -39,10 +41,10 @@ comment() {
 }
 
 run_one() {
-	local bin=$1 n=$2 name log rc want splat label
+	local bin=$1 n=$2 name log rc want reason splat label
 	name=$(basename "$bin")
 	label="$name [$FLAVOUR/$FS]"
-	want=$(expectation "$name")
+	read -r want reason <<<"$(expectation "$name")"
 	log=$(mktemp)
 	echo "uring-test: start $name $FLAVOUR $FS" >/dev/kmsg
 	timeout -k 10 "$TEST_TIMEOUT" "$bin" >"$log" 2>&1
@@ -50,6 +52,13 @@ run_one() {
 	echo "uring-test: end $name rc=$rc" >/dev/kmsg
 	splat=$(dmesg | sed -n "/uring-test: start $name $FLAVOUR $FS/,\$p" | grep -m1 -E "$SPLAT_RE")
 	comment "$log"
+	# An expected failure must fail for the reason it targets.
+	if [ "$want" = fail ] && [ "$rc" != 0 ] && [ -n "$reason" ] &&
+		! grep -q -E "$reason" "$log"; then
+		rm -f "$log"
+		echo "not ok $n - $label: expected to fail with /$reason/ but failed otherwise (exit $rc)"
+		return 1
+	fi
 	rm -f "$log"
 	if [ -n "$splat" ]; then
 		echo "not ok $n - $label: kernel splat: $splat"
