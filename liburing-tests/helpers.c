@@ -4,12 +4,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -249,4 +252,371 @@ long t_punts_read(void)
 void t_punts_stop(void)
 {
 	t_write_str(PUNT_EVENT "/trigger", "!" PUNT_TRIGGER);
+}
+
+void t_remove_file(const char *path)
+{
+	if (!getenv("TEST_KEEP_FILES"))
+		unlink(path);
+}
+
+const char *t_wmode_name(enum t_wmode m)
+{
+	switch (m) {
+	case T_URING_NOWAIT:	return "uring-nowait";
+	case T_PWRITEV2_NOWAIT:	return "pwritev2-nowait";
+	case T_URING:		return "uring";
+	case T_PWRITEV2:	return "pwritev2";
+	default:		return "?";
+	}
+}
+
+ssize_t t_wmode_write(struct io_uring *ring, enum t_wmode m, int fd,
+		      const void *buf, size_t len, off_t off, int rw_flags)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	ssize_t ret;
+
+	if (t_wmode_nowait(m))
+		rw_flags |= RWF_NOWAIT;
+	if (m == T_URING_NOWAIT || m == T_URING)
+		return t_uring_pwrite(ring, fd, buf, len, off, rw_flags);
+	ret = pwritev2(fd, &iov, 1, off, rw_flags);
+	return ret < 0 ? -errno : ret;
+}
+
+const char *t_errno_name(int err)
+{
+	static char buf[16];
+
+	switch (err) {
+	case EAGAIN:	return "EAGAIN";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case EINVAL:	return "EINVAL";
+	case EBADF:	return "EBADF";
+	case EROFS:	return "EROFS";
+	case EPERM:	return "EPERM";
+	case EFAULT:	return "EFAULT";
+	case EIO:	return "EIO";
+	case ENOSPC:	return "ENOSPC";
+	case EINTR:	return "EINTR";
+	}
+	snprintf(buf, sizeof(buf), "errno %d", err);
+	return buf;
+}
+
+static struct {
+	dev_t dev;
+	int refuses;
+} t_nowait_fs[8];
+static int t_nr_nowait_fs;
+
+static int t_nowait_lookup(dev_t dev)
+{
+	int i;
+
+	for (i = 0; i < t_nr_nowait_fs; i++)
+		if (t_nowait_fs[i].dev == dev)
+			return t_nowait_fs[i].refuses;
+	return -1;
+}
+
+int t_nowait_probe(const char *dir)
+{
+	char path[PATH_MAX], buf[4096];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct stat st;
+	ssize_t ret = 0;
+	int fd, i, refuses;
+
+	if (stat(dir, &st)) {
+		fprintf(stderr, "stat %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	refuses = t_nowait_lookup(st.st_dev);
+	if (refuses >= 0)
+		return refuses;
+
+	snprintf(path, sizeof(path), "%s/nowait-probe.%d", dir, (int)getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "open %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	unlink(path);
+	memset(buf, 0x42, sizeof(buf));
+	if (pwrite(fd, buf, sizeof(buf), 0) != sizeof(buf)) {
+		fprintf(stderr, "probe write %s: %s\n", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	/* A cached, non-extending overwrite: EAGAIN would only be a race. */
+	for (i = 0; i < 10; i++) {
+		ret = pwritev2(fd, &iov, 1, 0, RWF_NOWAIT);
+		if (ret >= 0 || errno != EAGAIN)
+			break;
+		usleep(1000);
+	}
+	close(fd);
+	refuses = ret < 0 && (errno == EOPNOTSUPP || errno == EINVAL);
+	if (t_nr_nowait_fs < 8) {
+		t_nowait_fs[t_nr_nowait_fs].dev = st.st_dev;
+		t_nowait_fs[t_nr_nowait_fs++].refuses = refuses;
+	}
+	if (refuses)
+		printf("note: %s refuses buffered RWF_NOWAIT pwritev2 (%s)\n",
+		       dir, t_errno_name(errno));
+	return refuses;
+}
+
+/* t_nowait_probe() for the file system of @fd, found through /proc. */
+static int t_nowait_probe_fd(int fd)
+{
+	char link[64], path[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+	char *p;
+	int ret;
+
+	if (fstat(fd, &st))
+		return -1;
+	ret = t_nowait_lookup(st.st_dev);
+	if (ret >= 0)
+		return ret;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0)
+		return -1;
+	path[n] = 0;
+	p = strstr(path, " (deleted)");
+	if (p)
+		*p = 0;
+	return t_nowait_probe(dirname(path));
+}
+
+/*
+ * The one place that says what a test write may return.
+ *
+ * Without RWF_NOWAIT: all @len bytes, nothing else.
+ *
+ * With RWF_NOWAIT:
+ *   @len		done in full;
+ *   0 < n < @len	short but honest: bytes [0, n) are in the file and
+ *			the rest untouched (the caller's shadow checks it);
+ *   -EAGAIN		refused, nothing written;
+ *   -EOPNOTSUPP, -EINVAL
+ *			refused, nothing written: pwritev2() only, and only
+ *			on a file system that refuses every buffered
+ *			RWF_NOWAIT write (6.12 ext4 has no FOP_BUFFER_WASYNC:
+ *			-EOPNOTSUPP from ext4_buffered_write_iter(), -EINVAL
+ *			from generic_write_checks_count()). A file system
+ *			that takes NOWAIT overwrites must say -EAGAIN.
+ * Zero, and every other error, is a failure.
+ */
+ssize_t t_write_outcome(const char *what, enum t_wmode m, int fd,
+			ssize_t ret, size_t len)
+{
+	if (ret == (ssize_t)len)
+		return ret;
+	if (!t_wmode_nowait(m)) {
+		fprintf(stderr, "%s: blocking write of %zu bytes returned %zd%s%s\n",
+			what, len, ret, ret < 0 ? " " : "",
+			ret < 0 ? t_errno_name(-ret) : "");
+		return -1;
+	}
+	if (ret > 0 && ret < (ssize_t)len)
+		return ret;
+	if (ret == -EAGAIN)
+		return 0;
+	if (m == T_PWRITEV2_NOWAIT && (ret == -EOPNOTSUPP || ret == -EINVAL)) {
+		if (t_nowait_probe_fd(fd) == 1)
+			return 0;
+		fprintf(stderr, "%s: RWF_NOWAIT write returned %s on a file system that takes buffered RWF_NOWAIT writes (want EAGAIN)\n",
+			what, t_errno_name(-ret));
+		return -1;
+	}
+	fprintf(stderr, "%s: RWF_NOWAIT write of %zu bytes returned %zd%s%s (allowed: %zu, 1..%zu, EAGAIN%s)\n",
+		what, len, ret, ret < 0 ? " " : "",
+		ret < 0 ? t_errno_name(-ret) : "", len, len - 1,
+		m == T_PWRITEV2_NOWAIT ? ", EOPNOTSUPP/EINVAL where the fs refuses all" : "");
+	return -1;
+}
+
+void t_tally_add(struct t_tally *t, ssize_t ret, size_t len)
+{
+	t->writes++;
+	if (ret == (ssize_t)len)
+		t->full++;
+	else if (ret > 0)
+		t->partial++;
+	else {
+		t->refused++;
+		t->last_err = (int)-ret;
+	}
+}
+
+const char *t_tally_str(const struct t_tally *t, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	snprintf(buf, len, "none");
+	if (t->writes == 1) {
+		snprintf(buf, len, "%s", t->full ? "full" : t->partial ?
+			 "short" : t_errno_name(t->last_err));
+		return buf;
+	}
+	if (t->full)
+		n += snprintf(buf + n, len - n, "full %u ", t->full);
+	if (t->partial && n < len)
+		n += snprintf(buf + n, len - n, "short %u ", t->partial);
+	if (t->refused && n < len)
+		n += snprintf(buf + n, len - n, "%s %u ",
+			      t_errno_name(t->last_err), t->refused);
+	if (n && n <= len)
+		buf[n - 1] = 0;
+	return buf;
+}
+
+void t_shadow_init(struct t_shadow *sh, size_t cap)
+{
+	sh->data = calloc(1, cap);
+	if (!sh->data) {
+		fprintf(stderr, "shadow: cannot allocate %zu bytes\n", cap);
+		exit(T_EXIT_FAIL);
+	}
+	sh->size = 0;
+	sh->cap = cap;
+}
+
+void t_shadow_free(struct t_shadow *sh)
+{
+	free(sh->data);
+	sh->data = NULL;
+}
+
+void t_shadow_put(struct t_shadow *sh, const void *buf, size_t len, off_t off)
+{
+	if (!len)
+		return;
+	if ((size_t)off + len > sh->cap) {
+		fprintf(stderr, "shadow: write %zu at %lld past its %zu bytes\n",
+			len, (long long)off, sh->cap);
+		exit(T_EXIT_FAIL);
+	}
+	memcpy(sh->data + off, buf, len);
+	if ((size_t)off + len > sh->size)
+		sh->size = off + len;
+}
+
+void t_shadow_truncate(struct t_shadow *sh, size_t size)
+{
+	if (size > sh->cap) {
+		fprintf(stderr, "shadow: truncate to %zu past its %zu bytes\n",
+			size, sh->cap);
+		exit(T_EXIT_FAIL);
+	}
+	if (size < sh->size)
+		memset(sh->data + size, 0, sh->size - size);
+	sh->size = size;
+}
+
+int t_shadow_verify(const struct t_shadow *sh, int fd, const char *what)
+{
+	static unsigned char buf[64 * 1024];
+	long long first = -1, last = -1;
+	size_t off, i, n;
+	struct stat st;
+	ssize_t ret;
+
+	if (fstat(fd, &st)) {
+		fprintf(stderr, "%s: fstat: %s\n", what, strerror(errno));
+		return 1;
+	}
+	if ((size_t)st.st_size != sh->size) {
+		fprintf(stderr, "%s: file size %lld, want %zu\n", what,
+			(long long)st.st_size, sh->size);
+		return 1;
+	}
+	for (off = 0; off < sh->size; off += n) {
+		n = sh->size - off < sizeof(buf) ? sh->size - off : sizeof(buf);
+		ret = pread(fd, buf, n, off);
+		if (ret != (ssize_t)n) {
+			fprintf(stderr, "%s: pread %zu at %zu: %zd (%s)\n", what,
+				n, off, ret, ret < 0 ? strerror(errno) : "short");
+			return 1;
+		}
+		if (!memcmp(buf, sh->data + off, n))
+			continue;
+		for (i = 0; i < n; i++) {
+			if (buf[i] == sh->data[off + i])
+				continue;
+			if (first < 0) {
+				first = off + i;
+				fprintf(stderr, "%s: data mismatch at offset %lld: got %02x want %02x\n",
+					what, first, buf[i], sh->data[off + i]);
+			}
+			last = off + i;
+		}
+	}
+	if (first < 0)
+		return 0;
+	fprintf(stderr, "%s: bytes differ from %lld to %lld (file size %zu)\n",
+		what, first, last, sh->size);
+	return 1;
+}
+
+int t_shadow_verify_stable(const struct t_shadow *sh, int fd, const char *what)
+{
+	char w[256];
+	int ret;
+
+	if (fsync(fd)) {
+		fprintf(stderr, "%s: fsync: %s\n", what, strerror(errno));
+		return 1;
+	}
+	ret = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (ret) {
+		fprintf(stderr, "%s: fadvise DONTNEED: %s\n", what, strerror(ret));
+		return 1;
+	}
+	snprintf(w, sizeof(w), "%s, re-read after fsync", what);
+	return t_shadow_verify(sh, fd, w);
+}
+
+int t_check_written(enum t_wmode m, int fd, struct t_shadow *sh,
+		    const char *what, const void *expect, size_t len,
+		    off_t off, int rw_flags, ssize_t ret,
+		    struct t_tally *tally)
+{
+	ssize_t done;
+	int fl;
+
+	done = t_write_outcome(what, m, fd, ret, len);
+	if (done < 0)
+		return 1;
+	if (tally)
+		t_tally_add(tally, ret, len);
+	fl = fcntl(fd, F_GETFL);
+	if ((fl >= 0 && (fl & O_APPEND)) || (rw_flags & RWF_APPEND))
+		off = sh->size;
+	t_shadow_put(sh, expect, done, off);
+	if (t_shadow_verify(sh, fd, what)) {
+		fprintf(stderr, "%s: the write of %zu bytes at %lld returned %zd%s%s\n",
+			what, len, (long long)off, ret, ret < 0 ? " " : "",
+			ret < 0 ? t_errno_name(-ret) : "");
+		return 1;
+	}
+	return 0;
+}
+
+int t_write_check(struct io_uring *ring, enum t_wmode m, int fd,
+		  struct t_shadow *sh, const char *what, const void *buf,
+		  const void *expect, size_t len, off_t off, int rw_flags,
+		  struct t_tally *tally)
+{
+	ssize_t ret;
+
+	ret = t_wmode_write(ring, m, fd, buf, len, off, rw_flags);
+	return t_check_written(m, fd, sh, what, expect ? expect : buf, len,
+			       off, rw_flags, ret, tally);
 }

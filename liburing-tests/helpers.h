@@ -77,4 +77,102 @@ int t_punts_start(void);
 long t_punts_read(void);
 void t_punts_stop(void);
 
+/*
+ * Fallback tests: writes the inline fast path must not take, issued four
+ * ways, each checked against a shadow copy of the file.
+ */
+enum t_wmode {
+	T_URING_NOWAIT,		/* io_uring write, sqe->rw_flags RWF_NOWAIT */
+	T_PWRITEV2_NOWAIT,	/* pwritev2(..., RWF_NOWAIT) */
+	T_URING,		/* io_uring write: inline try, else io-wq */
+	T_PWRITEV2,		/* pwritev2(..., 0): plain blocking write */
+	T_NR_WMODES,
+};
+
+const char *t_wmode_name(enum t_wmode m);
+
+static inline int t_wmode_nowait(enum t_wmode m)
+{
+	return m == T_URING_NOWAIT || m == T_PWRITEV2_NOWAIT;
+}
+
+/*
+ * Issue one write in mode @m; @rw_flags (RWF_DSYNC, ...) is added to the
+ * mode's own. Returns what the kernel returned: bytes or -errno.
+ */
+ssize_t t_wmode_write(struct io_uring *ring, enum t_wmode m, int fd,
+		      const void *buf, size_t len, off_t off, int rw_flags);
+
+/*
+ * The allowed outcomes of a write of @len bytes that returned @ret (see
+ * helpers.c). Returns how many bytes must now be in the file, 0 when the
+ * write was refused, or -1 (printed, prefixed with @what) when @ret is
+ * not an allowed outcome.
+ */
+ssize_t t_write_outcome(const char *what, enum t_wmode m, int fd,
+			ssize_t ret, size_t len);
+
+/*
+ * Does the file system holding @dir refuse every buffered RWF_NOWAIT
+ * pwritev2() (-EOPNOTSUPP or -EINVAL even for a cached overwrite)? Probed
+ * once per file system with a scratch file; 1 yes, 0 no, -1 error.
+ * t_write_outcome() probes by itself, but not while a fs is frozen.
+ */
+int t_nowait_probe(const char *dir);
+
+/* Outcome counts of a case's writes in one mode, for the summary line. */
+struct t_tally {
+	unsigned int full, partial, refused, writes;
+	int last_err;		/* errno of the last refusal */
+};
+
+void t_tally_add(struct t_tally *t, ssize_t ret, size_t len);
+/* "full", "EAGAIN", "full 60 EAGAIN 4", ... in @buf. */
+const char *t_tally_str(const struct t_tally *t, char *buf, size_t len);
+/* "EAGAIN", "EOPNOTSUPP", ... or "errno N". */
+const char *t_errno_name(int err);
+
+/* The expected contents of a test file: bytes and size. */
+struct t_shadow {
+	unsigned char *data;
+	size_t size;
+	size_t cap;
+};
+
+/* Exits on allocation failure; @cap bounds every offset + length. */
+void t_shadow_init(struct t_shadow *sh, size_t cap);
+void t_shadow_free(struct t_shadow *sh);
+void t_shadow_put(struct t_shadow *sh, const void *buf, size_t len, off_t off);
+void t_shadow_truncate(struct t_shadow *sh, size_t size);
+
+/*
+ * Compare the file's size and every byte (pread) with @sh. Returns 0, or
+ * 1 after printing @what and the first and last differing offsets.
+ */
+int t_shadow_verify(const struct t_shadow *sh, int fd, const char *what);
+
+/* fsync, drop the clean page cache, and verify again from the disk. */
+int t_shadow_verify_stable(const struct t_shadow *sh, int fd,
+			   const char *what);
+
+/*
+ * Write @len bytes of @buf at @off in mode @m, check the outcome with
+ * t_write_outcome(), record in @sh what landed (at EOF for O_APPEND or
+ * RWF_APPEND) and verify the file. @expect is what the bytes of @buf are
+ * (NULL: @buf itself). @tally may be NULL. Returns 0 or 1.
+ */
+int t_write_check(struct io_uring *ring, enum t_wmode m, int fd,
+		  struct t_shadow *sh, const char *what, const void *buf,
+		  const void *expect, size_t len, off_t off, int rw_flags,
+		  struct t_tally *tally);
+
+/* Record in @sh and verify a write already issued that returned @ret. */
+int t_check_written(enum t_wmode m, int fd, struct t_shadow *sh,
+		    const char *what, const void *expect, size_t len,
+		    off_t off, int rw_flags, ssize_t ret,
+		    struct t_tally *tally);
+
+/* Unlink a file made by t_create_file() now, unless $TEST_KEEP_FILES. */
+void t_remove_file(const char *path);
+
 #endif
