@@ -28,99 +28,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
+#include "stamp.h"
 
-#define GRAIN		512
 #define MAX_WRITERS	32
 #define MAX_READERS	32
 #define MAX_QD		16
 #define NR_SLOTS	16
-#define FILL_WRITER	0xff
 #define MAX_REPORT	4
 #define XFS_MAGIC	0x58465342
-
-/*
- * A stamp names one write; every 64-bit word the write puts in the file
- * is its stamp. Fields, high to low: magic (8 bits, 0x80 | round number),
- * writer (8, FILL_WRITER for the prefill), length in GRAINs (8), offset
- * in GRAINs (16), sequence number within the writer and round (24,
- * from 1).
- */
-static inline uint64_t stamp_make(unsigned int magic, unsigned int writer,
-				  uint32_t seq, uint32_t off, uint32_t len)
-{
-	return (uint64_t)magic << 56 | (uint64_t)writer << 48 |
-	       (uint64_t)(len / GRAIN) << 40 | (uint64_t)(off / GRAIN) << 24 |
-	       (seq & 0xffffff);
-}
-
-#define STAMP_MAGIC(s)	((unsigned int)((s) >> 56))
-#define STAMP_WRITER(s)	((unsigned int)((s) >> 48) & 0xff)
-#define STAMP_LEN(s)	((uint32_t)(((s) >> 40) & 0xff) * GRAIN)
-#define STAMP_OFF(s)	((uint32_t)(((s) >> 24) & 0xffff) * GRAIN)
-#define STAMP_SEQ(s)	((uint32_t)(s) & 0xffffff)
-
-static void stamp_fill(void *buf, uint32_t len, uint64_t stamp)
-{
-	uint64_t *p = buf;
-	uint32_t i;
-
-	for (i = 0; i < len / 8; i++)
-		p[i] = stamp;
-}
-
-static const char *stamp_str(uint64_t s, char *buf, size_t size)
-{
-	if (STAMP_MAGIC(s) < 0x80)
-		snprintf(buf, size, "junk %016llx", (unsigned long long)s);
-	else if (STAMP_WRITER(s) == FILL_WRITER)
-		snprintf(buf, size, "fill#%u [0x%x+0x%x] r%u", STAMP_SEQ(s),
-			 STAMP_OFF(s), STAMP_LEN(s), STAMP_MAGIC(s) & 0x7f);
-	else
-		snprintf(buf, size, "w%u#%u [0x%x+0x%x] r%u", STAMP_WRITER(s),
-			 STAMP_SEQ(s), STAMP_OFF(s), STAMP_LEN(s),
-			 STAMP_MAGIC(s) & 0x7f);
-	return buf;
-}
-
-static inline uint64_t rnd_next(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static unsigned int env_uint(const char *name, unsigned int def,
-			     unsigned int min, unsigned int max)
-{
-	const char *s = getenv(name);
-	unsigned long v;
-
-	if (!s || !*s)
-		return def;
-	v = strtoul(s, NULL, 0);
-	if (v < min)
-		v = min;
-	if (v > max)
-		v = max;
-	return v;
-}
 
 struct writer {
 	pthread_t thread;
 	unsigned int id;
+	char name[16];		/* "w3", for messages */
 	int use_uring;
 	int halves;		/* self-test: every write in two halves */
 	uint64_t rnd;
@@ -132,6 +55,7 @@ struct writer {
 struct reader {
 	pthread_t thread;
 	unsigned int id;
+	char name[16];		/* "r3", for messages */
 	int use_uring;
 	uint64_t rnd;
 	/* Highest seq of each writer read whole in each slot, and whether
@@ -176,10 +100,10 @@ static int stop;
 static unsigned int writers_left;
 static pthread_barrier_t start_barrier;
 
+/* The prefill's stamp of @slot. */
 static uint64_t fill_stamp(unsigned int slot)
 {
-	return stamp_make(cur_magic, FILL_WRITER, slot + 1, slot * cur->slot,
-			  cur->slot);
+	return t_stamp_fill_tile(cur_magic, cur->slot, slot * cur->slot);
 }
 
 static void fail_round(int *failed)
@@ -190,7 +114,8 @@ static void fail_round(int *failed)
 
 static int writer_over(void)
 {
-	return __atomic_load_n(&stop, __ATOMIC_RELAXED) || now_ns() >= deadline;
+	return __atomic_load_n(&stop, __ATOMIC_RELAXED) ||
+	       t_now_ns() >= deadline;
 }
 
 /* @n distinct random slots: one writer never has two writes in flight
@@ -201,7 +126,7 @@ static void pick_slots(uint64_t *rnd, unsigned int *slots, unsigned int n)
 
 	for (i = 0; i < n; i++) {
 again:
-		slots[i] = rnd_next(rnd) % NR_SLOTS;
+		slots[i] = t_rnd_next(rnd) % NR_SLOTS;
 		for (j = 0; j < i; j++)
 			if (slots[j] == slots[i])
 				goto again;
@@ -216,29 +141,31 @@ static uint64_t issue(struct writer *w, unsigned int slot, uint32_t off,
 
 	w->last[slot] = seq;
 	__atomic_store_n(&w->nr, seq, __ATOMIC_RELEASE);
-	return stamp_make(cur_magic, w->id, seq, off, len);
+	return t_stamp(cur_magic, w->id, seq, off, len);
+}
+
+static void write_done(void *arg, const struct io_uring_cqe *cqe)
+{
+	struct writer *w = arg;
+
+	if (cqe->res != (int)cur->slot) {
+		fprintf(stderr, "w%u: io_uring write of %u bytes at 0x%llx: res %d\n",
+			w->id, cur->slot, (unsigned long long)cqe->user_data,
+			cqe->res);
+		fail_round(&w->failed);
+	}
 }
 
 static void *uring_writer(void *arg)
 {
 	struct writer *w = arg;
 	unsigned int slots[MAX_QD], i;
-	struct io_uring_cqe *cqe;
 	struct io_uring ring;
-	unsigned char *bufs = NULL;
-	int ret, ring_ok;
+	unsigned char *bufs;
 
-	ret = io_uring_queue_init(cfg.qd, &ring, 0);
-	ring_ok = !ret;
-	if (ret) {
-		fprintf(stderr, "w%u: io_uring_queue_init: %s\n", w->id,
-			strerror(-ret));
+	bufs = t_worker_ring(&ring, cfg.qd, cfg.qd * cur->slot, w->name);
+	if (!bufs)
 		fail_round(&w->failed);
-	} else if (posix_memalign((void **)&bufs, 4096, cfg.qd * cur->slot)) {
-		fprintf(stderr, "w%u: out of memory\n", w->id);
-		fail_round(&w->failed);
-		bufs = NULL;
-	}
 	pthread_barrier_wait(&start_barrier);
 
 	while (bufs && !writer_over()) {
@@ -248,39 +175,17 @@ static void *uring_writer(void *arg)
 			unsigned char *buf = bufs + i * cur->slot;
 			uint32_t off = slots[i] * cur->slot;
 
-			stamp_fill(buf, cur->slot,
-				   issue(w, slots[i], off, cur->slot));
+			t_stamp_fill(buf, cur->slot,
+				     issue(w, slots[i], off, cur->slot));
 			io_uring_prep_write(sqe, fd, buf, cur->slot, off);
 			sqe->user_data = off;
 		}
-		ret = io_uring_submit(&ring);
-		if (ret != (int)cfg.qd) {
-			fprintf(stderr, "w%u: io_uring_submit: %d\n", w->id, ret);
+		if (t_uring_batch(&ring, cfg.qd, w->name, write_done, w)) {
 			fail_round(&w->failed);
 			break;
 		}
-		for (i = 0; i < cfg.qd; i++) {
-			ret = io_uring_wait_cqe(&ring, &cqe);
-			if (ret) {
-				fprintf(stderr, "w%u: io_uring_wait_cqe: %s\n",
-					w->id, strerror(-ret));
-				fail_round(&w->failed);
-				goto out;
-			}
-			if (cqe->res != (int)cur->slot) {
-				fprintf(stderr, "w%u: io_uring write of %u bytes at 0x%llx: res %d\n",
-					w->id, cur->slot,
-					(unsigned long long)cqe->user_data,
-					cqe->res);
-				fail_round(&w->failed);
-			}
-			io_uring_cqe_seen(&ring, cqe);
-		}
 	}
-out:
-	free(bufs);
-	if (ring_ok)
-		io_uring_queue_exit(&ring);
+	t_worker_ring_exit(&ring, bufs);
 	__atomic_sub_fetch(&writers_left, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -306,10 +211,10 @@ static int write_halves(struct writer *w, void *buf, unsigned int slot)
 {
 	uint32_t off = slot * cur->slot, half = cur->slot / 2;
 
-	stamp_fill(buf, half, issue(w, slot, off, half));
+	t_stamp_fill(buf, half, issue(w, slot, off, half));
 	if (pwrite_full(w, buf, half, off))
 		return 1;
-	stamp_fill(buf, half, issue(w, slot, off + half, half));
+	t_stamp_fill(buf, half, issue(w, slot, off + half, half));
 	return pwrite_full(w, buf, half, off + half);
 }
 
@@ -320,11 +225,9 @@ static void *pwrite_writer(void *arg)
 	uint32_t off;
 	void *buf;
 
-	if (posix_memalign(&buf, 4096, cur->slot)) {
-		fprintf(stderr, "w%u: out of memory\n", w->id);
+	buf = t_worker_buf(cur->slot, w->name);
+	if (!buf)
 		fail_round(&w->failed);
-		buf = NULL;
-	}
 	pthread_barrier_wait(&start_barrier);
 
 	while (buf && !writer_over()) {
@@ -335,7 +238,7 @@ static void *pwrite_writer(void *arg)
 			continue;
 		}
 		off = slot * cur->slot;
-		stamp_fill(buf, cur->slot, issue(w, slot, off, cur->slot));
+		t_stamp_fill(buf, cur->slot, issue(w, slot, off, cur->slot));
 		if (pwrite_full(w, buf, cur->slot, off))
 			break;
 	}
@@ -344,46 +247,22 @@ static void *pwrite_writer(void *arg)
 	return NULL;
 }
 
-/* Print the stamps in @buf: the first and where each of the next few
- * changes begins. */
-static int describe(char *out, size_t size, const uint64_t *p, uint32_t len)
-{
-	unsigned int changes = 0;
-	uint32_t i;
-	char s[80];
-	int n;
-
-	n = snprintf(out, size, "    +0x%05x %s\n", 0,
-		     stamp_str(p[0], s, sizeof(s)));
-	for (i = 1; i < len / 8 && n < (int)size; i++) {
-		if (p[i] == p[i - 1])
-			continue;
-		if (++changes > MAX_REPORT) {
-			n += snprintf(out + n, size - n, "    ...\n");
-			break;
-		}
-		n += snprintf(out + n, size - n, "    +0x%05x %s\n", i * 8,
-			      stamp_str(p[i], s, sizeof(s)));
-	}
-	return n;
-}
-
 /*
  * Is this whole, uniform stamp one a reader of @slot may see? It must
  * name a write issued to exactly this slot. Returns NULL or why not.
  */
 static const char *bad_stamp(uint64_t s, unsigned int slot)
 {
-	unsigned int w = STAMP_WRITER(s);
-	uint32_t seq = STAMP_SEQ(s);
+	unsigned int w = T_STAMP_WRITER(s);
+	uint32_t seq = T_STAMP_SEQ(s);
 
-	if (STAMP_MAGIC(s) != cur_magic)
+	if (T_STAMP_MAGIC(s) != cur_magic)
 		return "not a stamp of this round";
-	if (w == FILL_WRITER)
+	if (w == T_STAMP_FILL)
 		return s == fill_stamp(slot) ? NULL : "not this slot's prefill";
 	if (w >= cfg.writers)
 		return "no such writer";
-	if (STAMP_OFF(s) != slot * cur->slot || STAMP_LEN(s) != cur->slot)
+	if (T_STAMP_OFF(s) != slot * cur->slot || T_STAMP_LEN(s) != cur->slot)
 		return "a write of another range";
 	if (!seq || seq > __atomic_load_n(&writers[w].nr, __ATOMIC_ACQUIRE))
 		return "a write not issued yet";
@@ -404,16 +283,11 @@ struct seen_update {
 static int check_read(struct reader *r, const void *buf, unsigned int slot,
 		      struct seen_update *upd)
 {
-	const uint64_t *p = buf;
+	uint64_t s = *(const uint64_t *)buf;
 	const char *why;
-	uint64_t s = p[0];
-	uint32_t i;
 	char str[80];
 
-	for (i = 1; i < cur->slot / 8; i++)
-		if (p[i] != s)
-			break;
-	if (i < cur->slot / 8) {
+	if (!t_stamp_whole(buf, cur->slot)) {
 		if (!r->torn) {
 			int n = snprintf(r->first_torn, sizeof(r->first_torn),
 					 "  %s reader r%u, slot %u [0x%x, 0x%x):\n",
@@ -421,27 +295,28 @@ static int check_read(struct reader *r, const void *buf, unsigned int slot,
 					 r->id, slot, slot * cur->slot,
 					 (slot + 1) * cur->slot);
 
-			describe(r->first_torn + n, sizeof(r->first_torn) - n,
-				 p, cur->slot);
+			t_stamp_describe(r->first_torn + n,
+					 sizeof(r->first_torn) - n, buf,
+					 cur->slot, MAX_REPORT);
 		}
 		r->torn++;
 		return 1;
 	}
 	why = bad_stamp(s, slot);
-	if (!why && STAMP_WRITER(s) == FILL_WRITER && r->seen_any[slot])
+	if (!why && T_STAMP_WRITER(s) == T_STAMP_FILL && r->seen_any[slot])
 		why = "the prefill, after a later write was read there";
-	if (!why && STAMP_WRITER(s) != FILL_WRITER &&
-	    STAMP_SEQ(s) < r->seen[slot][STAMP_WRITER(s)])
+	if (!why && T_STAMP_WRITER(s) != T_STAMP_FILL &&
+	    T_STAMP_SEQ(s) < r->seen[slot][T_STAMP_WRITER(s)])
 		why = "older than a write of the same writer read there before";
 	if (why) {
 		fprintf(stderr, "r%u: %s read of slot %u holds %s: %s\n", r->id,
 			r->use_uring ? "io_uring" : "pread", slot,
-			stamp_str(s, str, sizeof(str)), why);
+			t_stamp_str(s, str, sizeof(str)), why);
 		return -1;
 	}
 	upd->slot = slot;
-	upd->writer = STAMP_WRITER(s);
-	upd->seq = STAMP_SEQ(s);
+	upd->writer = T_STAMP_WRITER(s);
+	upd->seq = T_STAMP_SEQ(s);
 	return 0;
 }
 
@@ -451,7 +326,7 @@ static void apply_updates(struct reader *r, const struct seen_update *upd,
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		if (upd[i].writer == FILL_WRITER)
+		if (upd[i].writer == T_STAMP_FILL)
 			continue;
 		r->seen_any[upd[i].slot] = 1;
 		if (upd[i].seq > r->seen[upd[i].slot][upd[i].writer])
@@ -465,59 +340,44 @@ static int reader_over(void)
 	       !__atomic_load_n(&writers_left, __ATOMIC_ACQUIRE);
 }
 
+static void read_done(void *arg, const struct io_uring_cqe *cqe)
+{
+	struct reader *r = arg;
+
+	if (cqe->res != (int)cur->slot) {
+		fprintf(stderr, "r%u: io_uring read of slot %u: res %d, want %u\n",
+			r->id, (unsigned int)cqe->user_data, cqe->res,
+			cur->slot);
+		fail_round(&r->failed);
+	}
+}
+
 static void *uring_reader(void *arg)
 {
 	struct seen_update upd[MAX_QD];
 	unsigned int slots[MAX_QD], i, nr_upd;
 	struct reader *r = arg;
-	struct io_uring_cqe *cqe;
 	struct io_uring ring;
-	unsigned char *bufs = NULL;
-	int ret, ring_ok;
+	unsigned char *bufs;
+	int ret;
 
-	ret = io_uring_queue_init(cfg.qd, &ring, 0);
-	ring_ok = !ret;
-	if (ret) {
-		fprintf(stderr, "r%u: io_uring_queue_init: %s\n", r->id,
-			strerror(-ret));
+	bufs = t_worker_ring(&ring, cfg.qd, cfg.qd * cur->slot, r->name);
+	if (!bufs)
 		fail_round(&r->failed);
-	} else if (posix_memalign((void **)&bufs, 4096, cfg.qd * cur->slot)) {
-		fprintf(stderr, "r%u: out of memory\n", r->id);
-		fail_round(&r->failed);
-		bufs = NULL;
-	}
 	pthread_barrier_wait(&start_barrier);
 
 	while (bufs && !reader_over()) {
 		for (i = 0; i < cfg.qd; i++) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 
-			slots[i] = rnd_next(&r->rnd) % NR_SLOTS;
+			slots[i] = t_rnd_next(&r->rnd) % NR_SLOTS;
 			io_uring_prep_read(sqe, fd, bufs + i * cur->slot,
 					   cur->slot, slots[i] * cur->slot);
-			sqe->user_data = i;
+			sqe->user_data = slots[i];
 		}
-		ret = io_uring_submit(&ring);
-		if (ret != (int)cfg.qd) {
-			fprintf(stderr, "r%u: io_uring_submit: %d\n", r->id, ret);
+		if (t_uring_batch(&ring, cfg.qd, r->name, read_done, r)) {
 			fail_round(&r->failed);
 			break;
-		}
-		for (i = 0; i < cfg.qd; i++) {
-			ret = io_uring_wait_cqe(&ring, &cqe);
-			if (ret) {
-				fprintf(stderr, "r%u: io_uring_wait_cqe: %s\n",
-					r->id, strerror(-ret));
-				fail_round(&r->failed);
-				goto out;
-			}
-			if (cqe->res != (int)cur->slot) {
-				fprintf(stderr, "r%u: io_uring read of slot %u: res %d, want %u\n",
-					r->id, slots[cqe->user_data], cqe->res,
-					cur->slot);
-				fail_round(&r->failed);
-			}
-			io_uring_cqe_seen(&ring, cqe);
 		}
 		if (r->failed)
 			break;
@@ -533,10 +393,7 @@ static void *uring_reader(void *arg)
 		}
 		apply_updates(r, upd, nr_upd);
 	}
-out:
-	free(bufs);
-	if (ring_ok)
-		io_uring_queue_exit(&ring);
+	t_worker_ring_exit(&ring, bufs);
 	return NULL;
 }
 
@@ -548,15 +405,13 @@ static void *pread_reader(void *arg)
 	ssize_t ret;
 	void *buf;
 
-	if (posix_memalign(&buf, 4096, cur->slot)) {
-		fprintf(stderr, "r%u: out of memory\n", r->id);
+	buf = t_worker_buf(cur->slot, r->name);
+	if (!buf)
 		fail_round(&r->failed);
-		buf = NULL;
-	}
 	pthread_barrier_wait(&start_barrier);
 
 	while (buf && !reader_over()) {
-		slot = rnd_next(&r->rnd) % NR_SLOTS;
+		slot = t_rnd_next(&r->rnd) % NR_SLOTS;
 		ret = pread(fd, buf, cur->slot, slot * cur->slot);
 		if (ret != (ssize_t)cur->slot) {
 			fprintf(stderr, "r%u: pread of slot %u: %zd (%s)\n",
@@ -588,15 +443,12 @@ static int check_final(void)
 {
 	unsigned int slot, w, bad = 0;
 	unsigned char *buf;
-	const uint64_t *p;
 	const char *why;
 	char out[512];
 	uint64_t s;
-	uint32_t i;
 
 	if (posix_memalign((void **)&buf, 4096, cur->slot))
 		return 1;
-	p = (const uint64_t *)buf;
 	for (slot = 0; slot < NR_SLOTS; slot++) {
 		if (pread(fd, buf, cur->slot, slot * cur->slot) !=
 		    (ssize_t)cur->slot) {
@@ -604,66 +456,37 @@ static int check_final(void)
 			bad++;
 			break;
 		}
-		s = p[0];
-		for (i = 1; i < cur->slot / 8; i++)
-			if (p[i] != s)
-				break;
-		if (i < cur->slot / 8) {
+		s = *(const uint64_t *)buf;
+		if (!t_stamp_whole(buf, cur->slot)) {
 			why = "more than one write";
 		} else if ((why = bad_stamp(s, slot))) {
 			;
-		} else if (STAMP_WRITER(s) == FILL_WRITER) {
+		} else if (T_STAMP_WRITER(s) == T_STAMP_FILL) {
 			for (w = 0; w < cfg.writers; w++)
 				if (writers[w].last[slot])
 					why = "the prefill, but writers wrote the slot";
-		} else if (STAMP_SEQ(s) != writers[STAMP_WRITER(s)].last[slot]) {
+		} else if (T_STAMP_SEQ(s) !=
+			   writers[T_STAMP_WRITER(s)].last[slot]) {
 			why = "a write its writer later overwrote";
 		}
 		if (!why)
 			continue;
 		if (bad++ < MAX_REPORT) {
-			describe(out, sizeof(out), p, cur->slot);
+			t_stamp_describe(out, sizeof(out), buf, cur->slot,
+					 MAX_REPORT);
 			fprintf(stderr, "  final: slot %u [0x%x, 0x%x) holds %s:\n%s",
 				slot, slot * cur->slot, (slot + 1) * cur->slot,
 				why, out);
-			if (STAMP_WRITER(s) < cfg.writers)
+			if (T_STAMP_WRITER(s) < cfg.writers)
 				fprintf(stderr, "    (last write of w%u there: #%u)\n",
-					STAMP_WRITER(s),
-					writers[STAMP_WRITER(s)].last[slot]);
+					T_STAMP_WRITER(s),
+					writers[T_STAMP_WRITER(s)].last[slot]);
 		}
 	}
 	free(buf);
 	if (bad)
 		fprintf(stderr, "  final: %u bad slots of %u\n", bad, NR_SLOTS);
 	return bad != 0;
-}
-
-static int prefill(void)
-{
-	unsigned int slot;
-	void *buf;
-	int ret = 0;
-
-	if (posix_memalign(&buf, 4096, cur->slot))
-		return 1;
-	if (ftruncate(fd, 0)) {
-		perror("ftruncate");
-		ret = 1;
-	}
-	for (slot = 0; !ret && slot < NR_SLOTS; slot++) {
-		stamp_fill(buf, cur->slot, fill_stamp(slot));
-		if (pwrite(fd, buf, cur->slot, slot * cur->slot) !=
-		    (ssize_t)cur->slot) {
-			perror("prefill pwrite");
-			ret = 1;
-		}
-	}
-	if (!ret && fsync(fd)) {
-		perror("fsync");
-		ret = 1;
-	}
-	free(buf);
-	return ret;
 }
 
 static double pct(unsigned long long a, unsigned long long b)
@@ -681,7 +504,7 @@ static int test_round(const struct round *r, unsigned int round_no)
 
 	cur = r;
 	cur_magic = 0x80 | (round_no & 0x7f);
-	if (prefill())
+	if (t_stamp_prefill(fd, cur_magic, NR_SLOTS * r->slot, r->slot))
 		return 1;
 	stop = 0;
 	writers_left = cfg.writers;
@@ -690,6 +513,7 @@ static int test_round(const struct round *r, unsigned int round_no)
 
 		memset(wr, 0, sizeof(*wr));
 		wr->id = w;
+		snprintf(wr->name, sizeof(wr->name), "w%u", w);
 		wr->halves = cfg.selftest_tear && !w;
 		wr->use_uring = !(w & 1) && !wr->halves;
 		wr->rnd = ((seed + 1ULL) * 0x9e3779b97f4a7c15ULL ^
@@ -701,6 +525,7 @@ static int test_round(const struct round *r, unsigned int round_no)
 
 		memset(rd, 0, sizeof(*rd));
 		rd->id = i;
+		snprintf(rd->name, sizeof(rd->name), "r%u", i);
 		rd->use_uring = !(i & 1);
 		rd->rnd = ((seed + 7ULL) * 0xbf58476d1ce4e5b9ULL ^
 			   (round_no * 0x100000001b3ULL + i + 1) << 8) | 1;
@@ -718,7 +543,7 @@ static int test_round(const struct round *r, unsigned int round_no)
 				   readers[i].use_uring ? uring_reader : pread_reader,
 				   &readers[i]))
 			goto no_thread;
-	t0 = now_ns();
+	t0 = t_now_ns();
 	deadline = t0 + cfg.round_ms * 1000000ULL;
 	pthread_barrier_wait(&start_barrier);
 	for (w = 0; w < cfg.writers; w++) {
@@ -732,7 +557,7 @@ static int test_round(const struct round *r, unsigned int round_no)
 		reads[readers[i].use_uring] += readers[i].reads;
 		torn[readers[i].use_uring] += readers[i].torn;
 	}
-	t1 = now_ns();
+	t1 = t_now_ns();
 	pthread_barrier_destroy(&start_barrier);
 
 	/* Self-test: leave one slot torn for check_final() for certain. */
@@ -786,12 +611,12 @@ int main(void)
 	int ret;
 
 	seed = t_seed("atomic-read-write");
-	cfg.writers = env_uint("TEST_THREADS", 4, 1, MAX_WRITERS);
-	cfg.readers = env_uint("TEST_READERS", 4, 1, MAX_READERS);
-	cfg.qd = env_uint("TEST_QD", 4, 1, MAX_QD);
-	cfg.round_ms = env_uint("TEST_ROUND_MS", 1000, 1, 600000);
-	cfg.passes = env_uint("TEST_ROUNDS", 1, 1, 1000);
-	cfg.selftest_tear = env_uint("TEST_SELFTEST_TEAR", 0, 0, 1);
+	cfg.writers = t_env_uint("TEST_THREADS", 4, 1, MAX_WRITERS);
+	cfg.readers = t_env_uint("TEST_READERS", 4, 1, MAX_READERS);
+	cfg.qd = t_env_uint("TEST_QD", 4, 1, MAX_QD);
+	cfg.round_ms = t_env_uint("TEST_ROUND_MS", 1000, 1, 600000);
+	cfg.passes = t_env_uint("TEST_ROUNDS", 1, 1, 1000);
+	cfg.selftest_tear = t_env_uint("TEST_SELFTEST_TEAR", 0, 0, 1);
 
 	ret = io_uring_queue_init(1, &ring, 0);
 	if (ret) {

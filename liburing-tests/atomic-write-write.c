@@ -24,95 +24,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
+#include "stamp.h"
 
-/* Every write starts and ends on a GRAIN boundary. */
-#define GRAIN		512
 #define MAX_WRITERS	64
 #define MAX_QD		16
 #define MAX_LEN		65536
-#define FILL_WRITER	0xff
 #define MAX_REPORT	4
-
-/*
- * A stamp names one write: every 64-bit word the write puts in the file
- * is its stamp. Fields, high to low: magic (8 bits, 0x80 | round number),
- * writer (8, FILL_WRITER for the prefill), length in GRAINs (8), offset
- * in GRAINs (16), sequence number within the writer and round (24,
- * from 1). A word found at file offset x names a write and must lie in
- * that write's [off, off + len).
- */
-static inline uint64_t stamp_make(unsigned int magic, unsigned int writer,
-				  uint32_t seq, uint32_t off, uint32_t len)
-{
-	return (uint64_t)magic << 56 | (uint64_t)writer << 48 |
-	       (uint64_t)(len / GRAIN) << 40 | (uint64_t)(off / GRAIN) << 24 |
-	       (seq & 0xffffff);
-}
-
-#define STAMP_MAGIC(s)	((unsigned int)((s) >> 56))
-#define STAMP_WRITER(s)	((unsigned int)((s) >> 48) & 0xff)
-#define STAMP_LEN(s)	((uint32_t)(((s) >> 40) & 0xff) * GRAIN)
-#define STAMP_OFF(s)	((uint32_t)(((s) >> 24) & 0xffff) * GRAIN)
-#define STAMP_SEQ(s)	((uint32_t)(s) & 0xffffff)
-
-static void stamp_fill(void *buf, uint32_t len, uint64_t stamp)
-{
-	uint64_t *p = buf;
-	uint32_t i;
-
-	for (i = 0; i < len / 8; i++)
-		p[i] = stamp;
-}
-
-static const char *stamp_str(uint64_t s, char *buf, size_t size)
-{
-	if (STAMP_MAGIC(s) < 0x80)
-		snprintf(buf, size, "junk %016llx", (unsigned long long)s);
-	else if (STAMP_WRITER(s) == FILL_WRITER)
-		snprintf(buf, size, "fill#%u [0x%x+0x%x] r%u", STAMP_SEQ(s),
-			 STAMP_OFF(s), STAMP_LEN(s), STAMP_MAGIC(s) & 0x7f);
-	else
-		snprintf(buf, size, "w%u#%u [0x%x+0x%x] r%u", STAMP_WRITER(s),
-			 STAMP_SEQ(s), STAMP_OFF(s), STAMP_LEN(s),
-			 STAMP_MAGIC(s) & 0x7f);
-	return buf;
-}
-
-static inline uint64_t rnd_next(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static unsigned int env_uint(const char *name, unsigned int def,
-			     unsigned int min, unsigned int max)
-{
-	const char *s = getenv(name);
-	unsigned long v;
-
-	if (!s || !*s)
-		return def;
-	v = strtoul(s, NULL, 0);
-	if (v < min)
-		v = min;
-	if (v > max)
-		v = max;
-	return v;
-}
 
 /* One write as issued: seq n of a writer is its log[n - 1]. */
 struct wlog {
@@ -124,6 +44,7 @@ struct wlog {
 struct writer {
 	pthread_t thread;
 	unsigned int id;
+	char name[16];		/* "w3", for messages */
 	int use_uring;
 	uint64_t rnd;
 	struct wlog *log;
@@ -175,7 +96,7 @@ static uint32_t fill_tile(const struct round *r)
 
 static void pick_write(struct writer *w, uint32_t *off, uint32_t *len)
 {
-	uint64_t x = rnd_next(&w->rnd);
+	uint64_t x = t_rnd_next(&w->rnd);
 	uint32_t align;
 
 	if (cur->slot) {
@@ -184,13 +105,13 @@ static void pick_write(struct writer *w, uint32_t *off, uint32_t *len)
 		return;
 	}
 	/*
-	 * 4K at any GRAIN (straddling pages), 16K at any page, 64K at any
+	 * 4K at any grain (straddling pages), 16K at any page, 64K at any
 	 * 16K: writes of different sizes overlap partially, not only nest.
 	 */
 	switch ((x >> 40) % 3) {
 	case 0:
 		*len = 4096;
-		align = GRAIN;
+		align = T_GRAIN;
 		break;
 	case 1:
 		*len = 16384;
@@ -210,13 +131,14 @@ static uint64_t issue(struct writer *w, uint32_t off, uint32_t len)
 	uint32_t seq = ++w->nr;
 
 	w->log[seq - 1] = (struct wlog){ off, len, w->batches };
-	return stamp_make(cur_magic, w->id, seq, off, len);
+	return t_stamp(cur_magic, w->id, seq, off, len);
 }
 
 static int round_over(const struct writer *w, unsigned int batch)
 {
 	return w->nr + batch > cfg.max_writes ||
-	       __atomic_load_n(&stop, __ATOMIC_RELAXED) || now_ns() >= deadline;
+	       __atomic_load_n(&stop, __ATOMIC_RELAXED) ||
+	       t_now_ns() >= deadline;
 }
 
 static void writer_fail(struct writer *w)
@@ -225,27 +147,30 @@ static void writer_fail(struct writer *w)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 }
 
+static void write_done(void *arg, const struct io_uring_cqe *cqe)
+{
+	struct writer *w = arg;
+	uint32_t seq = cqe->user_data;
+	uint32_t len = w->log[seq - 1].len;
+
+	if (cqe->res != (int)len) {
+		fprintf(stderr, "w%u: io_uring write #%u of %u bytes at 0x%x: res %d\n",
+			w->id, seq, len, w->log[seq - 1].off, cqe->res);
+		writer_fail(w);
+	}
+}
+
 static void *uring_writer(void *arg)
 {
 	struct writer *w = arg;
-	struct io_uring_cqe *cqe;
 	struct io_uring ring;
-	unsigned char *bufs = NULL;
+	unsigned char *bufs;
 	unsigned int i;
-	uint32_t off, len, seq;
-	int ret, ring_ok;
+	uint32_t off, len;
 
-	ret = io_uring_queue_init(cfg.qd, &ring, 0);
-	ring_ok = !ret;
-	if (ret) {
-		fprintf(stderr, "w%u: io_uring_queue_init: %s\n", w->id,
-			strerror(-ret));
+	bufs = t_worker_ring(&ring, cfg.qd, cfg.qd * MAX_LEN, w->name);
+	if (!bufs)
 		writer_fail(w);
-	} else if (posix_memalign((void **)&bufs, 4096, cfg.qd * MAX_LEN)) {
-		fprintf(stderr, "w%u: out of memory\n", w->id);
-		writer_fail(w);
-		bufs = NULL;
-	}
 	pthread_barrier_wait(&start_barrier);
 
 	while (bufs && !round_over(w, cfg.qd)) {
@@ -254,40 +179,17 @@ static void *uring_writer(void *arg)
 			void *buf = bufs + i * MAX_LEN;
 
 			pick_write(w, &off, &len);
-			stamp_fill(buf, len, issue(w, off, len));
+			t_stamp_fill(buf, len, issue(w, off, len));
 			io_uring_prep_write(sqe, fd, buf, len, off);
 			sqe->user_data = w->nr;
 		}
-		ret = io_uring_submit(&ring);
-		if (ret != (int)cfg.qd) {
-			fprintf(stderr, "w%u: io_uring_submit: %d\n", w->id, ret);
+		if (t_uring_batch(&ring, cfg.qd, w->name, write_done, w)) {
 			writer_fail(w);
 			break;
 		}
-		for (i = 0; i < cfg.qd; i++) {
-			ret = io_uring_wait_cqe(&ring, &cqe);
-			if (ret) {
-				fprintf(stderr, "w%u: io_uring_wait_cqe: %s\n",
-					w->id, strerror(-ret));
-				writer_fail(w);
-				goto out;
-			}
-			seq = cqe->user_data;
-			len = w->log[seq - 1].len;
-			if (cqe->res != (int)len) {
-				fprintf(stderr, "w%u: io_uring write #%u of %u bytes at 0x%x: res %d\n",
-					w->id, seq, len, w->log[seq - 1].off,
-					cqe->res);
-				writer_fail(w);
-			}
-			io_uring_cqe_seen(&ring, cqe);
-		}
 		w->batches++;
 	}
-out:
-	free(bufs);
-	if (ring_ok)
-		io_uring_queue_exit(&ring);
+	t_worker_ring_exit(&ring, bufs);
 	return NULL;
 }
 
@@ -298,16 +200,14 @@ static void *pwrite_writer(void *arg)
 	ssize_t ret;
 	void *buf;
 
-	if (posix_memalign(&buf, 4096, MAX_LEN)) {
-		fprintf(stderr, "w%u: out of memory\n", w->id);
+	buf = t_worker_buf(MAX_LEN, w->name);
+	if (!buf)
 		writer_fail(w);
-		buf = NULL;
-	}
 	pthread_barrier_wait(&start_barrier);
 
 	while (buf && !round_over(w, 1)) {
 		pick_write(w, &off, &len);
-		stamp_fill(buf, len, issue(w, off, len));
+		t_stamp_fill(buf, len, issue(w, off, len));
 		ret = pwrite(fd, buf, len, off);
 		if (ret != (ssize_t)len) {
 			fprintf(stderr, "w%u: pwrite #%u of %u bytes at 0x%x: %zd (%s)\n",
@@ -341,8 +241,8 @@ static int selftest_tear(void)
 	w->batches++;
 	b = issue(w, 0, len);
 	w->batches++;
-	stamp_fill(buf, len / 2, a);
-	stamp_fill((char *)buf + len / 2, len / 2, b);
+	t_stamp_fill(buf, len / 2, a);
+	t_stamp_fill((char *)buf + len / 2, len / 2, b);
 	if (pwrite(fd, buf, len, 0) != (ssize_t)len) {
 		perror("self-test pwrite");
 		ret = 1;
@@ -374,37 +274,20 @@ static int read_all(void *buf, uint32_t len)
  */
 static void print_stamps(const unsigned char *img, uint32_t off, uint32_t len)
 {
-	const uint64_t *p = (const uint64_t *)(img + off);
-	unsigned int changes = 0;
-	uint32_t i;
-	char s[80];
+	char out[512];
 
-	fprintf(stderr, "    +0x%05x %s\n", 0, stamp_str(p[0], s, sizeof(s)));
-	for (i = 1; i < len / 8; i++) {
-		if (p[i] == p[i - 1])
-			continue;
-		if (++changes > MAX_REPORT) {
-			fprintf(stderr, "    ...\n");
-			break;
-		}
-		fprintf(stderr, "    +0x%05x %s\n", i * 8,
-			stamp_str(p[i], s, sizeof(s)));
-	}
+	t_stamp_describe(out, sizeof(out), img + off, len, MAX_REPORT);
+	fputs(out, stderr);
 }
 
 /* Whole-slot rounds: each slot must hold one stamp in every word. */
 static int check_slots(const unsigned char *img)
 {
-	const uint64_t *p;
 	unsigned int bad = 0;
-	uint32_t off, i;
+	uint32_t off;
 
 	for (off = 0; off < cur->area; off += cur->slot) {
-		p = (const uint64_t *)(img + off);
-		for (i = 1; i < cur->slot / 8; i++)
-			if (p[i] != p[0])
-				break;
-		if (i == cur->slot / 8)
+		if (t_stamp_whole(img + off, cur->slot))
 			continue;
 		if (bad++ < MAX_REPORT) {
 			fprintf(stderr, "  slot %u [0x%x, 0x%x) holds more than one write:\n",
@@ -486,36 +369,29 @@ static const struct wlog *node_log(const struct graph *g, uint32_t node)
  */
 static unsigned int check_grains(struct graph *g, const unsigned char *img)
 {
-	unsigned int bad = 0, i;
 	uint32_t grain, seq, w, tile = fill_tile(cur);
-	const uint64_t *p;
 	const struct wlog *e;
+	unsigned int bad = 0;
 	uint64_t s;
 
-	for (grain = 0; grain < cur->area / GRAIN; grain++) {
-		uint32_t off = grain * GRAIN;
+	for (grain = 0; grain < cur->area / T_GRAIN; grain++) {
+		uint32_t off = grain * T_GRAIN;
 
-		p = (const uint64_t *)(img + off);
-		s = p[0];
+		s = *(const uint64_t *)(img + off);
 		g->winner[grain] = NODE_BAD;
-		for (i = 1; i < GRAIN / 8; i++)
-			if (p[i] != s)
-				break;
-		if (i < GRAIN / 8) {
+		if (!t_stamp_whole(img + off, T_GRAIN)) {
 			if (bad++ < MAX_REPORT) {
 				fprintf(stderr, "  grain 0x%x holds more than one write:\n", off);
-				print_stamps(img, off, GRAIN);
+				print_stamps(img, off, T_GRAIN);
 			}
 			continue;
 		}
-		w = STAMP_WRITER(s);
-		seq = STAMP_SEQ(s);
-		if (STAMP_MAGIC(s) != cur_magic)
+		w = T_STAMP_WRITER(s);
+		seq = T_STAMP_SEQ(s);
+		if (T_STAMP_MAGIC(s) != cur_magic)
 			goto bad_stamp;
-		if (w == FILL_WRITER) {
-			if (s != stamp_make(cur_magic, FILL_WRITER,
-					    off / tile + 1, off / tile * tile,
-					    tile))
+		if (w == T_STAMP_FILL) {
+			if (s != t_stamp_fill_tile(cur_magic, tile, off))
 				goto bad_stamp;
 			g->winner[grain] = NODE_FILL;
 			continue;
@@ -523,7 +399,7 @@ static unsigned int check_grains(struct graph *g, const unsigned char *img)
 		if (w >= cfg.writers || !seq || seq > writers[w].nr)
 			goto bad_stamp;
 		e = &writers[w].log[seq - 1];
-		if (e->off != STAMP_OFF(s) || e->len != STAMP_LEN(s) ||
+		if (e->off != T_STAMP_OFF(s) || e->len != T_STAMP_LEN(s) ||
 		    off < e->off || off >= e->off + e->len)
 			goto bad_stamp;
 		g->winner[grain] = g->wbase[w] + seq - 1;
@@ -533,7 +409,7 @@ bad_stamp:
 			char str[80];
 
 			fprintf(stderr, "  grain 0x%x holds %s: no write of this round covering it has that stamp\n",
-				off, stamp_str(s, str, sizeof(str)));
+				off, t_stamp_str(s, str, sizeof(str)));
 		}
 	}
 	if (bad)
@@ -559,14 +435,14 @@ static unsigned int build_edges(struct graph *g)
 			node = g->wbase[w] + seq - 1;
 			e = &writers[w].log[seq - 1];
 			last = node;
-			for (grain = e->off / GRAIN;
-			     grain < (e->off + e->len) / GRAIN; grain++) {
+			for (grain = e->off / T_GRAIN;
+			     grain < (e->off + e->len) / T_GRAIN; grain++) {
 				win = g->winner[grain];
 				if (win == NODE_FILL) {
 					if (lost++ < MAX_REPORT)
 						fprintf(stderr, "  lost write: %s covers grain 0x%x, which still holds the prefill\n",
 							node_str(g, node, str, sizeof(str)),
-							grain * GRAIN);
+							grain * T_GRAIN);
 					break;
 				}
 				if (win == node || win == last)
@@ -592,10 +468,11 @@ static void print_edge(const struct graph *g, uint32_t a, uint32_t b)
 	const struct wlog *e = node_log(g, a);
 	uint32_t grain;
 
-	for (grain = e->off / GRAIN; grain < (e->off + e->len) / GRAIN; grain++) {
+	for (grain = e->off / T_GRAIN; grain < (e->off + e->len) / T_GRAIN;
+	     grain++) {
 		if (g->winner[grain] == b) {
 			fprintf(stderr, "      covers 0x%x, which holds the next write's data\n",
-				grain * GRAIN);
+				grain * T_GRAIN);
 			return;
 		}
 	}
@@ -717,9 +594,10 @@ out:
  * applied whole, that (a) puts every write a thread had completed before
  * it submitted another write ahead of that write and (b) leaves exactly
  * the file we read back. That holds iff
- *  1. every GRAIN holds one stamp, naming a write of the round that
- *     covers it (or the GRAIN's prefill tile, when no write covered it),
- *  2. the precedence graph is acyclic: V -> W when V covers a GRAIN that
+ *  1. every grain (T_GRAIN bytes) holds one stamp, naming a write of the
+ *     round that covers it (or the grain's prefill tile, when no write
+ *     covered it),
+ *  2. the precedence graph is acyclic: V -> W when V covers a grain that
  *     holds W (W was applied after V there), and V -> W when V's writer
  *     had reaped V's completion before submitting W.
  * A torn pair A, B (A's data in part of A ∩ B, B's in another part) gives
@@ -744,7 +622,7 @@ static int check_round(const unsigned char *img)
 	for (w = 0; w <= cfg.writers; w++)
 		g.bbase[w] += g.nr_writes;
 	g.nr_nodes = g.bbase[cfg.writers];
-	g.winner = malloc(cur->area / GRAIN * sizeof(*g.winner));
+	g.winner = malloc(cur->area / T_GRAIN * sizeof(*g.winner));
 	if (!g.winner)
 		return 1;
 
@@ -758,34 +636,6 @@ out:
 	return ret;
 }
 
-static int prefill(void)
-{
-	uint32_t tile = fill_tile(cur), off;
-	void *buf;
-	int ret = 0;
-
-	if (posix_memalign(&buf, 4096, tile))
-		return 1;
-	if (ftruncate(fd, 0)) {
-		perror("ftruncate");
-		ret = 1;
-	}
-	for (off = 0; !ret && off < cur->area; off += tile) {
-		stamp_fill(buf, tile, stamp_make(cur_magic, FILL_WRITER,
-						 off / tile + 1, off, tile));
-		if (pwrite(fd, buf, tile, off) != (ssize_t)tile) {
-			perror("prefill pwrite");
-			ret = 1;
-		}
-	}
-	if (!ret && fsync(fd)) {
-		perror("fsync");
-		ret = 1;
-	}
-	free(buf);
-	return ret;
-}
-
 static int test_round(const struct round *r, unsigned int round_no)
 {
 	unsigned long long total = 0;
@@ -796,11 +646,12 @@ static int test_round(const struct round *r, unsigned int round_no)
 
 	cur = r;
 	cur_magic = 0x80 | (round_no & 0x7f);
-	if (prefill())
+	if (t_stamp_prefill(fd, cur_magic, r->area, fill_tile(r)))
 		return 1;
 	stop = 0;
 	for (w = 0; w < cfg.writers; w++) {
 		writers[w].id = w;
+		snprintf(writers[w].name, sizeof(writers[w].name), "w%u", w);
 		writers[w].use_uring = !r->pwrite_half || !(w & 1);
 		writers[w].rnd = ((seed + 1ULL) * 0x9e3779b97f4a7c15ULL ^
 				  (round_no * 0x100000001b3ULL + w + 1) << 8) | 1;
@@ -818,7 +669,7 @@ static int test_round(const struct round *r, unsigned int round_no)
 			exit(T_EXIT_FAIL);
 		}
 	}
-	t0 = now_ns();
+	t0 = t_now_ns();
 	deadline = t0 + cfg.round_ms * 1000000ULL;
 	pthread_barrier_wait(&start_barrier);
 	bad = 0;
@@ -827,7 +678,7 @@ static int test_round(const struct round *r, unsigned int round_no)
 		bad |= writers[w].failed;
 		total += writers[w].nr;
 	}
-	t1 = now_ns();
+	t1 = t_now_ns();
 	pthread_barrier_destroy(&start_barrier);
 	if (bad)
 		return 1;
@@ -858,7 +709,7 @@ static int test_round(const struct round *r, unsigned int round_no)
 	}
 	ret = 0;
 out:
-	t2 = now_ns();
+	t2 = t_now_ns();
 	printf("%-18s %u writers (%u io_uring qd %u, %u pwrite): %llu writes in %.2fs, check %.2fs: %s\n",
 	       r->name, cfg.writers, nr_uring, cfg.qd, cfg.writers - nr_uring,
 	       total, (t1 - t0) / 1e9, (t2 - t1) / 1e9, ret ? "FAIL" : "ok");
@@ -875,12 +726,12 @@ int main(void)
 	int ret;
 
 	seed = t_seed("atomic-write-write");
-	cfg.writers = env_uint("TEST_THREADS", 4, 1, MAX_WRITERS);
-	cfg.qd = env_uint("TEST_QD", 4, 1, MAX_QD);
-	cfg.round_ms = env_uint("TEST_ROUND_MS", 1000, 1, 600000);
-	cfg.passes = env_uint("TEST_ROUNDS", 1, 1, 1000);
-	cfg.max_writes = env_uint("TEST_MAX_WRITES", 131072, MAX_QD, 1 << 23);
-	cfg.selftest_tear = env_uint("TEST_SELFTEST_TEAR", 0, 0, 1);
+	cfg.writers = t_env_uint("TEST_THREADS", 4, 1, MAX_WRITERS);
+	cfg.qd = t_env_uint("TEST_QD", 4, 1, MAX_QD);
+	cfg.round_ms = t_env_uint("TEST_ROUND_MS", 1000, 1, 600000);
+	cfg.passes = t_env_uint("TEST_ROUNDS", 1, 1, 1000);
+	cfg.max_writes = t_env_uint("TEST_MAX_WRITES", 131072, MAX_QD, 1 << 23);
+	cfg.selftest_tear = t_env_uint("TEST_SELFTEST_TEAR", 0, 0, 1);
 
 	ret = io_uring_queue_init(1, &ring, 0);
 	if (ret) {

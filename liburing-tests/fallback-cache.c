@@ -657,38 +657,20 @@ static const struct tcase cases[] = {
 	{ "uffd-tail-missing",		test_uffd_tail },
 };
 
-/* Run one case in every mode and print a line with each mode's outcome. */
-static int run_case(const struct tcase *c)
+/* Case @arg in mode @m, for t_run_modes(). */
+static int run_mode(const void *arg, enum t_wmode m, const char *what,
+		    struct t_tally *t)
 {
-	char line[512], what[128], tb[64];
-	struct t_tally t;
-	int m, ret, failed = 0;
-	size_t n = 0;
+	const struct tcase *c = arg;
 
-	line[0] = 0;
-	for (m = 0; m < T_NR_WMODES; m++) {
-		snprintf(what, sizeof(what), "%s [%s]", c->name,
-			 t_wmode_name(m));
-		memset(&t, 0, sizeof(t));
-		ret = c->fn(m, what, &t);
-		if (ret == T_EXIT_SKIP) {
-			printf("SKIP %s\n", c->name);
-			return T_EXIT_SKIP;
-		}
-		if (ret)
-			failed = 1;
-		n += snprintf(line + n, sizeof(line) - n, " %s=%s",
-			      t_wmode_name(m),
-			      ret ? "FAILED" : t_tally_str(&t, tb, sizeof(tb)));
-	}
-	printf("%s %s:%s\n", failed ? "FAIL" : "ok  ", c->name, line);
-	return failed;
+	return c->fn(m, what, t);
 }
 
 int main(void)
 {
-	int ret, failed = 0, skipped = 0;
+	struct t_cases cs = { .test = "fallback-cache" };
 	unsigned int i;
+	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	srand(t_seed("fallback-cache"));
@@ -703,22 +685,9 @@ int main(void)
 		return T_EXIT_FAIL;
 	printf("fallback-cache: fs %s, dir %s\n", t_test_fs(), t_test_dir());
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ret = run_case(&cases[i]);
-		if (ret == T_EXIT_SKIP)
-			skipped++;
-		else if (ret)
-			failed++;
-	}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		t_cases_add(&cs, t_run_modes(cases[i].name, "", run_mode,
+					     &cases[i]));
 	io_uring_queue_exit(&ring);
-	if (failed) {
-		fprintf(stderr, "fallback-cache: %d case(s) failed (fs %s)\n",
-			failed, t_test_fs());
-		return T_EXIT_FAIL;
-	}
-	if (skipped) {
-		printf("fallback-cache: %d case(s) skipped\n", skipped);
-		return T_EXIT_SKIP;
-	}
-	return T_EXIT_PASS;
+	return t_cases_exit(&cs);
 }

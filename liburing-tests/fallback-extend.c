@@ -173,14 +173,16 @@ static int prep(const struct xcase *c, int fd, struct t_shadow *sh,
 	return t_shadow_verify(sh, fd, what);
 }
 
-static int run_one(const struct xcase *c, enum t_wmode m, struct t_tally *t)
+/* Case @arg in mode @m, for t_run_modes(). */
+static int run_one(const void *arg, enum t_wmode m, const char *what,
+		   struct t_tally *t)
 {
-	char path[PATH_MAX], what[128];
+	const struct xcase *c = arg;
+	char path[PATH_MAX];
 	struct t_shadow sh;
 	int fd, fd2, ret;
 	off_t off;
 
-	snprintf(what, sizeof(what), "%s [%s]", c->name, t_wmode_name(m));
 	t_shadow_init(&sh, CAP);
 	fd = t_create_file("fallback-extend", 0, path, sizeof(path));
 	ret = prep(c, fd, &sh, what);
@@ -209,37 +211,11 @@ out:
 	return ret;
 }
 
-/* Run one case in every mode and print a line with each mode's outcome. */
-static int test_case(const struct xcase *c)
-{
-	char line[512], tb[64];
-	struct t_tally t;
-	int m, ret, failed = 0;
-	size_t n = 0;
-
-	line[0] = 0;
-	for (m = 0; m < T_NR_WMODES; m++) {
-		memset(&t, 0, sizeof(t));
-		ret = run_one(c, m, &t);
-		if (ret == T_EXIT_SKIP) {
-			printf("SKIP %s: not supported by this file system\n",
-			       c->name);
-			return T_EXIT_SKIP;
-		}
-		if (ret)
-			failed = 1;
-		n += snprintf(line + n, sizeof(line) - n, " %s=%s",
-			      t_wmode_name(m),
-			      ret ? "FAILED" : t_tally_str(&t, tb, sizeof(tb)));
-	}
-	printf("%s %s:%s\n", failed ? "FAIL" : "ok  ", c->name, line);
-	return failed;
-}
-
 int main(void)
 {
-	int ret, failed = 0, skipped = 0;
+	struct t_cases cs = { .test = "fallback-extend" };
 	unsigned int i;
+	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ret = io_uring_queue_init(8, &ring, 0);
@@ -253,22 +229,10 @@ int main(void)
 		return T_EXIT_FAIL;
 	printf("fallback-extend: fs %s, dir %s\n", t_test_fs(), t_test_dir());
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ret = test_case(&cases[i]);
-		if (ret == T_EXIT_SKIP)
-			skipped++;
-		else if (ret)
-			failed++;
-	}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		t_cases_add(&cs, t_run_modes(cases[i].name,
+					     ": not supported by this file system",
+					     run_one, &cases[i]));
 	io_uring_queue_exit(&ring);
-	if (failed) {
-		fprintf(stderr, "fallback-extend: %d case(s) failed (fs %s)\n",
-			failed, t_test_fs());
-		return T_EXIT_FAIL;
-	}
-	if (skipped) {
-		printf("fallback-extend: %d case(s) skipped\n", skipped);
-		return T_EXIT_SKIP;
-	}
-	return T_EXIT_PASS;
+	return t_cases_exit(&cs);
 }

@@ -135,6 +135,30 @@ unsigned int t_seed(const char *test_name)
 	return seed;
 }
 
+unsigned int t_env_uint(const char *name, unsigned int def,
+			unsigned int min, unsigned int max)
+{
+	const char *s = getenv(name);
+	unsigned long v;
+
+	if (!s || !*s)
+		return def;
+	v = strtoul(s, NULL, 0);
+	if (v < min)
+		v = min;
+	if (v > max)
+		v = max;
+	return v;
+}
+
+uint64_t t_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 void t_fill_pattern(void *buf, size_t len, uint64_t off, uint32_t gen)
 {
 	uint8_t *p = buf;
@@ -200,6 +224,69 @@ int t_uring_fsync(struct io_uring *ring, int fd)
 
 	io_uring_prep_fsync(sqe, fd, 0);
 	return t_submit_wait(ring);
+}
+
+void *t_worker_buf(size_t size, const char *who)
+{
+	void *buf;
+
+	if (posix_memalign(&buf, 4096, size)) {
+		fprintf(stderr, "%s: out of memory\n", who);
+		return NULL;
+	}
+	return buf;
+}
+
+void *t_worker_ring(struct io_uring *ring, unsigned int entries, size_t size,
+		    const char *who)
+{
+	void *bufs;
+	int ret;
+
+	ret = io_uring_queue_init(entries, ring, 0);
+	if (ret) {
+		fprintf(stderr, "%s: io_uring_queue_init: %s\n", who,
+			strerror(-ret));
+		return NULL;
+	}
+	bufs = t_worker_buf(size, who);
+	if (!bufs)
+		io_uring_queue_exit(ring);
+	return bufs;
+}
+
+void t_worker_ring_exit(struct io_uring *ring, void *bufs)
+{
+	if (!bufs)
+		return;
+	free(bufs);
+	io_uring_queue_exit(ring);
+}
+
+int t_uring_batch(struct io_uring *ring, unsigned int nr, const char *who,
+		  void (*fn)(void *arg, const struct io_uring_cqe *cqe),
+		  void *arg)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int i;
+	int ret;
+
+	ret = io_uring_submit(ring);
+	if (ret != (int)nr) {
+		fprintf(stderr, "%s: io_uring_submit: %d\n", who, ret);
+		return 1;
+	}
+	for (i = 0; i < nr; i++) {
+		ret = io_uring_wait_cqe(ring, &cqe);
+		if (ret) {
+			fprintf(stderr, "%s: io_uring_wait_cqe: %s\n", who,
+				strerror(-ret));
+			return 1;
+		}
+		fn(arg, cqe);
+		io_uring_cqe_seen(ring, cqe);
+	}
+	return 0;
 }
 
 static int t_write_str(const char *path, const char *s)
@@ -475,6 +562,49 @@ const char *t_tally_str(const struct t_tally *t, char *buf, size_t len)
 	if (n && n <= len)
 		buf[n - 1] = 0;
 	return buf;
+}
+
+int t_run_modes(const char *name, const char *skip_note,
+		int (*fn)(const void *arg, enum t_wmode m, const char *what,
+			  struct t_tally *t),
+		const void *arg)
+{
+	char line[512], what[128], tb[64];
+	struct t_tally t;
+	int m, ret, failed = 0;
+	size_t n = 0;
+
+	line[0] = 0;
+	for (m = 0; m < T_NR_WMODES; m++) {
+		snprintf(what, sizeof(what), "%s [%s]", name, t_wmode_name(m));
+		memset(&t, 0, sizeof(t));
+		ret = fn(arg, m, what, &t);
+		if (ret == T_EXIT_SKIP) {
+			printf("SKIP %s%s\n", name, skip_note);
+			return T_EXIT_SKIP;
+		}
+		if (ret)
+			failed = 1;
+		n += snprintf(line + n, sizeof(line) - n, " %s=%s",
+			      t_wmode_name(m),
+			      ret ? "FAILED" : t_tally_str(&t, tb, sizeof(tb)));
+	}
+	printf("%s %s:%s\n", failed ? "FAIL" : "ok  ", name, line);
+	return failed;
+}
+
+int t_cases_exit(const struct t_cases *cs)
+{
+	if (cs->failed) {
+		fprintf(stderr, "%s: %d case(s) failed (fs %s)\n", cs->test,
+			cs->failed, t_test_fs());
+		return T_EXIT_FAIL;
+	}
+	if (cs->skipped) {
+		printf("%s: %d case(s) skipped\n", cs->test, cs->skipped);
+		return T_EXIT_SKIP;
+	}
+	return T_EXIT_PASS;
 }
 
 void t_shadow_init(struct t_shadow *sh, size_t cap)

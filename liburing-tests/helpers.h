@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: helpers shared by the tests and the benchmark: exit codes,
- *		scratch files, data patterns, and counting io_uring punts to
- *		io-wq with the io_uring_queue_async_work tracepoint.
+ *		environment knobs, scratch files, data patterns, worker
+ *		threads' rings, counting io_uring punts to io-wq with the
+ *		io_uring_queue_async_work tracepoint, and running a fallback
+ *		case in every write mode. Write stamps are in stamp.h.
  */
 #ifndef URING_OVERWRITE_HELPERS_H
 #define URING_OVERWRITE_HELPERS_H
@@ -33,6 +35,25 @@ int t_create_file(const char *tag, int flags, char *path_out, size_t path_len);
 
 /* Seed from $TEST_SEED or the clock; printed once so a failure can be rerun. */
 unsigned int t_seed(const char *test_name);
+
+/*
+ * $@name as a number (strtoul, base 0), clamped to [@min, @max]; @def
+ * when it is unset or empty.
+ */
+unsigned int t_env_uint(const char *name, unsigned int def,
+			unsigned int min, unsigned int max);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t t_now_ns(void);
+
+/* xorshift64: the next number of the sequence in @x (never 0 if @x isn't). */
+static inline uint64_t t_rnd_next(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
 
 /*
  * Does the mount holding @fd have option @opt (e.g. "lazytime")? Reads
@@ -66,6 +87,29 @@ int t_uring_pwrite(struct io_uring *ring, int fd, const void *buf,
 int t_uring_pread(struct io_uring *ring, int fd, void *buf,
 		  unsigned int len, off_t off);
 int t_uring_fsync(struct io_uring *ring, int fd);
+
+/*
+ * Worker threads of the stress tests, named @who ("w3", "r0") in what
+ * they print. t_worker_buf() returns @size bytes, page aligned, or NULL
+ * after printing "@who: out of memory". t_worker_ring() sets up @ring
+ * with @entries and returns t_worker_buf(@size), or NULL after printing
+ * why, with @ring then not set up; t_worker_ring_exit() undoes it (a
+ * no-op for NULL @bufs).
+ */
+void *t_worker_buf(size_t size, const char *who);
+void *t_worker_ring(struct io_uring *ring, unsigned int entries, size_t size,
+		    const char *who);
+void t_worker_ring_exit(struct io_uring *ring, void *bufs);
+
+/*
+ * Submit the @nr sqes prepared on @ring and reap @nr completions, each
+ * passed to @fn(@arg, cqe) before it is marked seen. Returns 0, or 1
+ * after printing the io_uring_submit() or io_uring_wait_cqe() error,
+ * prefixed with @who; completions still due are then left on the ring.
+ */
+int t_uring_batch(struct io_uring *ring, unsigned int nr, const char *who,
+		  void (*fn)(void *arg, const struct io_uring_cqe *cqe),
+		  void *arg);
 
 /*
  * Punt counting. t_punts_start() installs a hist trigger on
@@ -131,6 +175,40 @@ void t_tally_add(struct t_tally *t, ssize_t ret, size_t len);
 const char *t_tally_str(const struct t_tally *t, char *buf, size_t len);
 /* "EAGAIN", "EOPNOTSUPP", ... or "errno N". */
 const char *t_errno_name(int err);
+
+/*
+ * Run a case in every write mode: @fn(@arg, m, what, tally), with what
+ * "@name [mode]" and the tally zeroed, then print one line: "ok  " or
+ * "FAIL", @name and each mode's outcome (t_tally_str(), or "FAILED").
+ * Returns 0, 1 when some mode failed, or T_EXIT_SKIP as soon as a mode
+ * returns it, after printing "SKIP @name@skip_note" instead.
+ */
+int t_run_modes(const char *name, const char *skip_note,
+		int (*fn)(const void *arg, enum t_wmode m, const char *what,
+			  struct t_tally *t),
+		const void *arg);
+
+/* The results of a test's cases. */
+struct t_cases {
+	const char *test;	/* the test's name, for the summary */
+	int failed, skipped;
+};
+
+/* Count a case that returned @ret: 0 passed, T_EXIT_SKIP, else failed. */
+static inline void t_cases_add(struct t_cases *cs, int ret)
+{
+	if (ret == T_EXIT_SKIP)
+		cs->skipped++;
+	else if (ret)
+		cs->failed++;
+}
+
+/*
+ * Print how many cases failed (stderr) or else were skipped (stdout), if
+ * any, and return the test's exit code: T_EXIT_FAIL, T_EXIT_SKIP or
+ * T_EXIT_PASS.
+ */
+int t_cases_exit(const struct t_cases *cs);
 
 /* The expected contents of a test file: bytes and size. */
 struct t_shadow {
