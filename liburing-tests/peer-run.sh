@@ -5,13 +5,18 @@
 # liburing 2.3 source, built on the host by liburing-tests/peer-build.sh)
 # from a directory on the scratch file system, and print TAP.
 #
-# usage: peer-run.sh LIBURING-TEST-DIR RECORD
+# usage: peer-run.sh [--files-only] LIBURING-TEST-DIR RECORD
 #
-# RECORD lists, per file system config, the tests the baseline kernel
-# fails ("<fs> <test> fail <reason>"). Every other test must pass or skip
-# (exit 77) on every kernel; a test recorded as failing may fail, and is
-# reported as an expected failure, so nothing is hidden. A splat while a
-# test runs fails it.
+# --files-only runs the tests whose source creates files in the working
+# directory (t_create_file, O_CREAT, mkstemp): the ones that exercise the
+# scratch file system's write path. Without it, all of them.
+#
+# RECORD lists, per file system config ('*': all), the tests the baseline
+# kernel fails ("<fs> <test> fail <reason>") and those not run at all
+# ("<fs> <test> skip <reason>", e.g. they time out under TCG on baseline).
+# Every other test must pass or skip (exit 77) on every kernel; a test
+# recorded as failing may fail and is reported as an expected failure, so
+# nothing is hidden. A splat while a test runs fails it.
 set -u
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,32 +25,50 @@ PEER_TIMEOUT=${PEER_TIMEOUT:-60}
 FLAVOUR=${TEST_FLAVOUR:-unknown}
 FS=${TEST_FS:-none}
 
-recorded_failure() {
-	awk -v fs="$FS" -v t="$1" '$1 == fs && $2 == t && $3 == "fail" {
-		$1 = $2 = $3 = ""; sub(/^ +/, ""); print; found = 1; exit }
+# Print "kind reason" recorded for a test on this fs ('*' matches any fs).
+recorded() {
+	awk -v fs="$FS" -v t="$1" '($1 == fs || $1 == "*") && $2 == t {
+		kind = $3; $1 = $2 = $3 = ""; sub(/^ +/, ""); print kind, $0; found = 1; exit }
 		END { exit !found }' "$RECORD"
 }
 
 main() {
-	local dir n=0 failed=0 t name rc log splat why
-	[ $# -eq 2 ] || { echo "usage: $0 LIBURING-TEST-DIR RECORD" >&2; exit 2; }
+	local dir n=0 failed=0 t name rc log splat kind why files_only=0 t0 set=all
+	if [ "${1:-}" = --files-only ]; then
+		files_only=1
+		set="files"
+		shift
+	fi
+	[ $# -eq 2 ] || { echo "usage: $0 [--files-only] LIBURING-TEST-DIR RECORD" >&2; exit 2; }
 	dir=$(readlink -f "$1")
 	RECORD=$(readlink -f "$2")
 	[ -d "$dir" ] || { echo "Bail out! no liburing test directory $dir"; exit 1; }
-	mapfile -t tests < <(cd "$dir" && ls -1 ./*.t | sed 's|^\./||')
+	if [ "$files_only" = 1 ]; then
+		mapfile -t tests < <(cd "$dir" && grep -l -E 't_create_file|O_CREAT|mkstemp' ./*.c |
+			sed 's|^\./||; s|\.c$|.t|' | while read -r t; do [ -x "$t" ] && echo "$t"; done)
+	else
+		mapfile -t tests < <(cd "$dir" && ls -1 ./*.t | sed 's|^\./||')
+	fi
 	[ "${#tests[@]}" -gt 0 ] || { echo "Bail out! no *.t in $dir (peer-build.sh not run?)"; exit 1; }
 	mkdir -p "${TEST_DIR:?}/peer" && cd "$TEST_DIR/peer" || exit 1
 	echo "1..${#tests[@]}"
-	echo "# liburing 2.3 upstream tests in $PWD, kernel $(uname -r) ($FLAVOUR), fs $FS"
+	echo "# liburing 2.3 upstream tests ($set) in $PWD, kernel $(uname -r) ($FLAVOUR), fs $FS"
 	for t in "${tests[@]}"; do
 		n=$((n + 1))
 		name="peer/${t%.t} [$FLAVOUR/$FS]"
+		read -r kind why <<<"$(recorded "${t%.t}")"
+		if [ "$kind" = skip ]; then
+			echo "ok $n - $name # SKIP recorded: $why"
+			continue
+		fi
+		[ "$kind" = fail ] || why=""
 		log=$(mktemp)
 		echo "uring-peer: start $t $FLAVOUR $FS" >/dev/kmsg
+		t0=$SECONDS
 		timeout -s INT -k 10 "$PEER_TIMEOUT" "$dir/$t" >"$log" 2>&1
 		rc=$?
+		echo "# $t: exit $rc after $((SECONDS - t0)) s"
 		splat=$(dmesg | sed -n "/uring-peer: start $t $FLAVOUR $FS/,\$p" | grep -m1 -E "$SPLAT_RE")
-		why=$(recorded_failure "${t%.t}") || why=""
 		if [ -n "$splat" ]; then
 			sed 's/^/# /' "$log"
 			echo "not ok $n - $name: kernel splat: $splat"
