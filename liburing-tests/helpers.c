@@ -121,6 +121,17 @@ int t_mount_has_option(int fd, const char *opt)
 	return found < 0 ? -1 : found;
 }
 
+void t_next_tick(void)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &a);
+	do {
+		usleep(1000);
+		clock_gettime(CLOCK_REALTIME_COARSE, &b);
+	} while (a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec);
+}
+
 unsigned int t_seed(const char *test_name)
 {
 	const char *s = getenv("TEST_SEED");

@@ -33,6 +33,9 @@ const char *t_test_fs(void);
  */
 int t_create_file(const char *tag, int flags, char *path_out, size_t path_len);
 
+/* Sleep until CLOCK_REALTIME_COARSE (what inode timestamps use) ticks. */
+void t_next_tick(void);
+
 /* Seed from $TEST_SEED or the clock; printed once so a failure can be rerun. */
 unsigned int t_seed(const char *test_name);
 

@@ -5,7 +5,9 @@
  *		to io-wq.
  *
  * Random 4 KiB overwrites of one file with 1 and 4 threads (each with its
- * own ring) at QD 1 and 16. Punts are counted exactly with a hist trigger
+ * own ring) at QD 1 and 16, and with 1 thread at QD 1 racing a plain
+ * pwrite(2) overwriter of the same file (a blocking writer must not hold
+ * the inode lock exclusively against inline writers: "no cascade"). Punts are counted exactly with a hist trigger
  * on the io_uring:io_uring_queue_async_work tracepoint over each run. A
  * further run on a SINGLE_ISSUER|DEFER_TASKRUN ring at QD 1 counts writes
  * whose CQE is not visible right after io_uring_submit(): an inline write
@@ -35,6 +37,27 @@
 
 static unsigned int writes_per_thread = 400;
 static int fd;
+static volatile int stop_contender;
+
+/*
+ * A plain pwrite(2) overwriter of the same file. Today it holds XFS's
+ * IOLOCK_EXCL (ext4: i_rwsem) for each write, so io_uring writes that try
+ * the lock meanwhile punt; the design lets blocking overwrites take the
+ * lock shared, so they must not.
+ */
+static void *contender(void *arg)
+{
+	unsigned int seed = (unsigned int)(unsigned long)arg;
+	char buf[BS];
+
+	memset(buf, 0x22, sizeof(buf));
+	while (!stop_contender)
+		if (pwrite(fd, buf, BS, (off_t)(rand_r(&seed) % (FILE_SIZE / BS)) * BS) != BS) {
+			perror("contender pwrite");
+			break;
+		}
+	return NULL;
+}
 
 struct worker {
 	pthread_t thread;
@@ -107,8 +130,9 @@ static long ticks_between(const struct timespec *a, const struct timespec *b)
 }
 
 static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
-	       int lazytime, unsigned int *seed)
+	       int with_contender, int lazytime, unsigned int *seed)
 {
+	pthread_t cont;
 	struct worker w[4];
 	struct timespec t0, t1;
 	unsigned long not_inline = 0, total = 0;
@@ -116,9 +140,14 @@ static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 	unsigned int i;
 	int err = 0;
 
+	/* Start on a fresh clock tick: the first write needs new timestamps. */
+	t_next_tick();
 	if (t_punts_start())
 		return -1;
 	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
+	stop_contender = 0;
+	if (with_contender)
+		pthread_create(&cont, NULL, contender, (void *)(unsigned long)rand_r(seed));
 	for (i = 0; i < threads; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
 		w[i].qd = qd;
@@ -135,6 +164,10 @@ static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 		not_inline += w[i].not_inline;
 		total += w[i].done;
 	}
+	if (with_contender) {
+		stop_contender = 1;
+		pthread_join(cont, NULL);
+	}
 	clock_gettime(CLOCK_REALTIME_COARSE, &t1);
 	punts = t_punts_read();
 	t_punts_stop();
@@ -142,8 +175,9 @@ static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 		return -1;
 	ticks = ticks_between(&t0, &t1);
 	bound = lazytime ? 0 : (ticks + 1) * threads * qd;
-	printf("threads %u qd %u%s: %lu writes, %ld punts (%.1f per 1000), %ld clock ticks, bound %ld",
-	       threads, qd, ring_flags ? " DEFER_TASKRUN" : "", total, punts,
+	printf("threads %u qd %u%s%s: %lu writes, %ld punts (%.1f per 1000), %ld clock ticks, bound %ld",
+	       threads, qd, ring_flags ? " DEFER_TASKRUN" : "",
+	       with_contender ? " + pwrite contender" : "", total, punts,
 	       1000.0 * punts / total, ticks, bound);
 	if (ring_flags)
 		printf(", %lu not inline", not_inline);
@@ -163,9 +197,10 @@ static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 
 int main(void)
 {
-	static const struct { unsigned int threads, qd, flags; } runs[] = {
-		{ 1, 1, 0 }, { 1, 16, 0 }, { 4, 1, 0 }, { 4, 16, 0 },
-		{ 1, 1, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN },
+	static const struct { unsigned int threads, qd, flags, contender; } runs[] = {
+		{ 1, 1, 0, 0 }, { 1, 16, 0, 0 }, { 4, 1, 0, 0 }, { 4, 16, 0, 0 },
+		{ 1, 1, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, 0 },
+		{ 1, 1, 0, 1 },
 	};
 	unsigned int seed, i;
 	int lazytime, ret, failed = 0;
@@ -189,7 +224,8 @@ int main(void)
 	printf("fs %s, lazytime %s\n", t_test_fs(), lazytime ? "yes" : "no");
 
 	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
-		ret = run(runs[i].threads, runs[i].qd, runs[i].flags, lazytime, &seed);
+		ret = run(runs[i].threads, runs[i].qd, runs[i].flags,
+			  runs[i].contender, lazytime, &seed);
 		if (ret < 0) {
 			fprintf(stderr, "run %u could not be measured\n", i);
 			return T_EXIT_FAIL;

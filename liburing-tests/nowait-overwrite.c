@@ -84,18 +84,6 @@ static int eagain_justified(int fd)
 	return !(ts_equal(&st.st_mtim, &now) && ts_equal(&st.st_ctim, &now));
 }
 
-/* Sleep until the coarse clock has moved on: the next write must update times. */
-static void next_tick(void)
-{
-	struct timespec a, b;
-
-	clock_gettime(CLOCK_REALTIME_COARSE, &a);
-	do {
-		usleep(2000);
-		clock_gettime(CLOCK_REALTIME_COARSE, &b);
-	} while (ts_equal(&a, &b));
-}
-
 static int check_range(int fd, const struct range *r, const char *what)
 {
 	ssize_t ret = pread(fd, rbuf, r->len, r->off);
@@ -116,7 +104,7 @@ static int test_method(int fd, enum method m)
 	int ret;
 
 	for (round = 0; round < ROUNDS; round++) {
-		next_tick();
+		t_next_tick();
 		for (i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
 			const struct range *r = &ranges[i];
 
