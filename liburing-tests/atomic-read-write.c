@@ -15,7 +15,7 @@
  *		made to it.
  *
  *		Environment: TEST_THREADS (writers, 4), TEST_READERS (4),
- *		TEST_QD (requests in flight per ring, 4), TEST_ROUND_MS (1000),
+ *		TEST_QD (requests in flight per ring, 4), TEST_ROUND_MS (600),
  *		TEST_ROUNDS (passes over the round list, 1),
  *		TEST_SELFTEST_TEAR=1 (writer 0 writes every slot in two halves
  *		with different stamps: must fail).
@@ -614,7 +614,7 @@ int main(void)
 	cfg.writers = t_env_uint("TEST_THREADS", 4, 1, MAX_WRITERS);
 	cfg.readers = t_env_uint("TEST_READERS", 4, 1, MAX_READERS);
 	cfg.qd = t_env_uint("TEST_QD", 4, 1, MAX_QD);
-	cfg.round_ms = t_env_uint("TEST_ROUND_MS", 1000, 1, 600000);
+	cfg.round_ms = t_env_uint("TEST_ROUND_MS", 600, 1, 600000);
 	cfg.passes = t_env_uint("TEST_ROUNDS", 1, 1, 1000);
 	cfg.selftest_tear = t_env_uint("TEST_SELFTEST_TEAR", 0, 0, 1);
 

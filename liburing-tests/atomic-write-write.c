@@ -12,7 +12,7 @@
  *		completion order (see check_round()).
  *
  *		Environment: TEST_THREADS (writers, 4), TEST_QD (writes in
- *		flight per ring, 4), TEST_ROUND_MS (length of a round, 1000),
+ *		flight per ring, 4), TEST_ROUND_MS (length of a round, 600),
  *		TEST_ROUNDS (passes over the round list, 1), TEST_MAX_WRITES
  *		(per writer and round, 131072), TEST_SELFTEST_TEAR=1 (tear
  *		one write on purpose at the end of every round: must fail).
@@ -728,7 +728,7 @@ int main(void)
 	seed = t_seed("atomic-write-write");
 	cfg.writers = t_env_uint("TEST_THREADS", 4, 1, MAX_WRITERS);
 	cfg.qd = t_env_uint("TEST_QD", 4, 1, MAX_QD);
-	cfg.round_ms = t_env_uint("TEST_ROUND_MS", 1000, 1, 600000);
+	cfg.round_ms = t_env_uint("TEST_ROUND_MS", 600, 1, 600000);
 	cfg.passes = t_env_uint("TEST_ROUNDS", 1, 1, 1000);
 	cfg.max_writes = t_env_uint("TEST_MAX_WRITES", 131072, MAX_QD, 1 << 23);
 	cfg.selftest_tear = t_env_uint("TEST_SELFTEST_TEAR", 0, 0, 1);

@@ -35,7 +35,7 @@
 #define FILE_SIZE	(8 * 1024 * 1024)
 #define BS		4096
 
-static unsigned int writes_per_thread = 400;
+static unsigned int writes_per_thread = 200;
 static int fd;
 static volatile int stop_contender;
 
