@@ -121,6 +121,16 @@ int t_mount_has_option(int fd, const char *opt)
 	return found < 0 ? -1 : found;
 }
 
+long t_ticks_between(const struct timespec *a, const struct timespec *b)
+{
+	struct timespec res;
+	long long ns;
+
+	clock_getres(CLOCK_REALTIME_COARSE, &res);
+	ns = (b->tv_sec - a->tv_sec) * 1000000000LL + (b->tv_nsec - a->tv_nsec);
+	return (long)(ns / (res.tv_sec * 1000000000LL + res.tv_nsec));
+}
+
 void t_next_tick(void)
 {
 	struct timespec a, b;

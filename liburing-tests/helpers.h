@@ -36,6 +36,9 @@ int t_create_file(const char *tag, int flags, char *path_out, size_t path_len);
 /* Sleep until CLOCK_REALTIME_COARSE (what inode timestamps use) ticks. */
 void t_next_tick(void);
 
+/* Coarse clock ticks (CLOCK_REALTIME_COARSE resolution) from @a to @b. */
+long t_ticks_between(const struct timespec *a, const struct timespec *b);
+
 /* Seed from $TEST_SEED or the clock; printed once so a failure can be rerun. */
 unsigned int t_seed(const char *test_name);
 

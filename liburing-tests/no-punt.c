@@ -14,7 +14,10 @@
  * posts it during submission, a punted one only when the task waits.
  *
  * Bounds (the design's, see docs/design.md):
- *  - lazytime mounts: zero punts, every DEFER_TASKRUN write inline;
+ *  - lazytime mounts: zero punts with one writer, every DEFER_TASKRUN
+ *    write inline;
+ *  - with several writers (threads or the contender), plus at most 1 punt
+ *    in 200 writes for a folio lock held past the bounded retry;
  *  - other mounts: a write that finds the timestamps stale may punt (the
  *    update needs a blocking transaction); once it is done, writes in the
  *    same clock tick are inline. Writes already submitted in that tick can
@@ -119,15 +122,6 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-static long ticks_between(const struct timespec *a, const struct timespec *b)
-{
-	struct timespec res;
-	long long ns;
-
-	clock_getres(CLOCK_REALTIME_COARSE, &res);
-	ns = (b->tv_sec - a->tv_sec) * 1000000000LL + (b->tv_nsec - a->tv_nsec);
-	return (long)(ns / (res.tv_sec * 1000000000LL + res.tv_nsec));
-}
 
 static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 	       int with_contender, int lazytime, unsigned int *seed)
@@ -173,8 +167,17 @@ static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 	t_punts_stop();
 	if (punts < 0 || err)
 		return -1;
-	ticks = ticks_between(&t0, &t1);
+	ticks = t_ticks_between(&t0, &t1);
 	bound = lazytime ? 0 : (ticks + 1) * threads * qd;
+	/*
+	 * Writers to one file meet on folio locks (with XFS's large folios,
+	 * also when their blocks differ). A NOWAIT write retries a held
+	 * folio lock for a bounded time, then punts; allow 1 in 200 such
+	 * writes when more than one writer runs (baseline: 186-920 punts
+	 * per 1000 in these runs on XFS, all 1000 on ext4).
+	 */
+	if (threads > 1 || with_contender)
+		bound += total / 200;
 	printf("threads %u qd %u%s%s: %lu writes, %ld punts (%.1f per 1000), %ld clock ticks, bound %ld",
 	       threads, qd, ring_flags ? " DEFER_TASKRUN" : "",
 	       with_contender ? " + pwrite contender" : "", total, punts,
@@ -202,9 +205,10 @@ int main(void)
 		{ 1, 1, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, 0 },
 		{ 1, 1, 0, 1 },
 	};
-	unsigned int seed, i;
+	unsigned int seed, i, prefill_bs;
 	int lazytime, ret, failed = 0;
 	char *buf;
+	off_t off;
 
 	seed = t_seed("no-punt");
 	if (getenv("TEST_WRITES"))
@@ -212,11 +216,21 @@ int main(void)
 	fd = t_create_file("no-punt", 0, NULL, 0);
 	buf = malloc(FILE_SIZE);
 	memset(buf, 0x11, FILE_SIZE);
-	if (pwrite(fd, buf, FILE_SIZE, 0) != FILE_SIZE || fsync(fd) ||
+	/*
+	 * One write by default, which on XFS puts the file in large folios,
+	 * where writers to different blocks meet on one folio lock;
+	 * TEST_PREFILL_BS=4096 writes it a page at a time instead.
+	 */
+	prefill_bs = t_env_uint("TEST_PREFILL_BS", FILE_SIZE, BS, FILE_SIZE);
+	for (off = 0; off < FILE_SIZE; off += prefill_bs)
+		if (pwrite(fd, buf + off, prefill_bs, off) != (ssize_t)prefill_bs)
+			break;
+	if (off < FILE_SIZE || fsync(fd) ||
 	    pread(fd, buf, FILE_SIZE, 0) != FILE_SIZE) {
 		perror("prefill");
 		return T_EXIT_FAIL;
 	}
+	printf("prefill in %u-byte writes\n", prefill_bs);
 	free(buf);
 	lazytime = t_mount_has_option(fd, "lazytime");
 	if (lazytime < 0)

@@ -16,10 +16,24 @@
  *    The test then falls back to a blocking write, as an application
  *    would, so the next NOWAIT write in the same clock tick must succeed.
  * Anything else fails: -EAGAIN on a lazytime mount, -EAGAIN although
- * mtime and ctime already equal the current coarse time, -EOPNOTSUPP or
- * -EINVAL (no NOWAIT buffered writes at all), a short count, wrong data.
+ * mtime and ctime already equalled the coarse time before the write and
+ * the clock did not tick during it, -EOPNOTSUPP or -EINVAL (no NOWAIT
+ * buffered writes at all), a short count, wrong data.
+ *
+ * A second part repeats 4 KiB NOWAIT overwrites while another thread keeps
+ * overwriting a different range of the same file with blocking pwrite(),
+ * as a database's other writers would. On 6.12 XFS that thread holds
+ * IOLOCK_EXCL, so most NOWAIT writes fail; a writer that does not exclude
+ * other overwriters lets them through. There, on a lazytime mount, no
+ * NOWAIT write may fail; on other mounts the other writer's timestamp
+ * update is a transaction once per clock tick, which can make a NOWAIT
+ * write fail even when the times it saw were current, so at most one
+ * -EAGAIN per clock tick elapsed (plus one) is allowed. That file is
+ * written 4 KiB at a time, so that on XFS the two ranges do not share a
+ * large folio (one folio lock would serialise them by design).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +46,8 @@
 
 #define FILE_SIZE	(1024 * 1024)
 #define ROUNDS		10
+#define CONTENDED_WRITES	200
+#define CONTENDER_OFF	(512 * 1024)
 
 static const struct range {
 	const char *name;
@@ -69,19 +85,39 @@ static int ts_equal(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
+/* The file's times and the coarse clock, read just before a write. */
+struct pre_write {
+	struct stat st;
+	struct timespec now;
+};
+
+static int pre_write_sample(int fd, struct pre_write *pw)
+{
+	if (fstat(fd, &pw->st) ||
+	    clock_gettime(CLOCK_REALTIME_COARSE, &pw->now)) {
+		perror("fstat/clock_gettime");
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * After an -EAGAIN: was a timestamp update really due? The kernel compares
- * the inode's times with the coarse clock; if both already equal the coarse
- * clock read *after* the write, they equalled it when the write looked.
+ * the inode's times with the coarse clock. If both already equalled the
+ * coarse clock before the write and the clock has not ticked since, they
+ * equalled it when the write looked, since times only move forward; then
+ * the -EAGAIN had another cause. Sampling before the write keeps a
+ * concurrent writer's update from hiding a justified -EAGAIN.
  */
-static int eagain_justified(int fd)
+static int eagain_justified(const struct pre_write *pw)
 {
 	struct timespec now;
-	struct stat st;
 
-	if (fstat(fd, &st) || clock_gettime(CLOCK_REALTIME_COARSE, &now))
+	if (clock_gettime(CLOCK_REALTIME_COARSE, &now))
 		return 0;
-	return !(ts_equal(&st.st_mtim, &now) && ts_equal(&st.st_ctim, &now));
+	return !(ts_equal(&pw->st.st_mtim, &pw->now) &&
+		 ts_equal(&pw->st.st_ctim, &pw->now) &&
+		 ts_equal(&now, &pw->now));
 }
 
 static int check_range(int fd, const struct range *r, const char *what)
@@ -101,6 +137,7 @@ static int test_method(int fd, enum method m)
 {
 	unsigned int round, i, ok = 0, eagain = 0, gen = 100 * (m + 1);
 	const char *mn = method_name[m];
+	struct pre_write pw;
 	int ret;
 
 	for (round = 0; round < ROUNDS; round++) {
@@ -109,6 +146,8 @@ static int test_method(int fd, enum method m)
 			const struct range *r = &ranges[i];
 
 			t_fill_pattern(wbuf, r->len, r->off, ++gen);
+			if (pre_write_sample(fd, &pw))
+				return 1;
 			ret = do_write(m, fd, r->len, r->off, RWF_NOWAIT);
 			if (ret == (int)r->len) {
 				ok++;
@@ -119,7 +158,7 @@ static int test_method(int fd, enum method m)
 						mn, r->name, round);
 					return 1;
 				}
-				if (!eagain_justified(fd)) {
+				if (!eagain_justified(&pw)) {
 					fprintf(stderr, "%s %s round %u: -EAGAIN with timestamps already current\n",
 						mn, r->name, round);
 					return 1;
@@ -145,6 +184,110 @@ static int test_method(int fd, enum method m)
 	printf("%s: %u NOWAIT overwrites completed, %u -EAGAIN (timestamp ticks)\n",
 	       mn, ok, eagain);
 	return 0;
+}
+
+struct contender {
+	int fd;
+	volatile int stop;
+	unsigned long writes;
+	int error;
+};
+
+/* Blocking 4 KiB overwrites of CONTENDER_OFF until told to stop. */
+static void *contender_fn(void *arg)
+{
+	struct contender *c = arg;
+	static unsigned char buf[4096];
+
+	memcpy(buf, image + CONTENDER_OFF, sizeof(buf));
+	while (!c->stop) {
+		if (pwrite(c->fd, buf, sizeof(buf), CONTENDER_OFF) != sizeof(buf)) {
+			c->error = errno ? errno : EIO;
+			break;
+		}
+		c->writes++;
+	}
+	return NULL;
+}
+
+static int test_contended(int fd, enum method m)
+{
+	const struct range r = { "4KiB-contended", 8192, 4096 };
+	unsigned int i, ok = 0, eagain = 0, gen = 1000 * (m + 1);
+	const char *mn = method_name[m];
+	struct contender c = { .fd = fd };
+	struct timespec t0, t1;
+	pthread_t thr;
+	long ticks = 0;
+	int ret, failed = 0;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
+	if (pthread_create(&thr, NULL, contender_fn, &c)) {
+		perror("pthread_create");
+		return 1;
+	}
+	for (i = 0; i < CONTENDED_WRITES && !failed; i++) {
+		t_fill_pattern(wbuf, r.len, r.off, ++gen);
+		ret = do_write(m, fd, r.len, r.off, RWF_NOWAIT);
+		if (ret == (int)r.len) {
+			ok++;
+		} else if (ret == -EAGAIN) {
+			eagain++;
+			clock_gettime(CLOCK_REALTIME_COARSE, &t1);
+			ticks = t_ticks_between(&t0, &t1);
+			if (lazytime || eagain > ticks + 1) {
+				fprintf(stderr, "%s %s write %u: -EAGAIN %s while a pwrite() writer overwrote another range\n",
+					mn, r.name, i, lazytime ?
+					"on a lazytime mount" :
+					"more than once per clock tick");
+				failed = 1;
+				break;
+			}
+			ret = do_write(m, fd, r.len, r.off, 0);
+			if (ret != (int)r.len) {
+				fprintf(stderr, "%s %s: blocking fallback returned %d\n",
+					mn, r.name, ret);
+				failed = 1;
+				break;
+			}
+		} else {
+			fprintf(stderr, "%s %s write %u: NOWAIT overwrite returned %d (%s)\n",
+				mn, r.name, i, ret,
+				ret < 0 ? strerror(-ret) : "short");
+			failed = 1;
+			break;
+		}
+		memcpy(image + r.off, wbuf, r.len);
+		if (check_range(fd, &r, mn))
+			failed = 1;
+	}
+	c.stop = 1;
+	pthread_join(thr, NULL);
+	if (c.error) {
+		fprintf(stderr, "contender pwrite: %s\n", strerror(c.error));
+		failed = 1;
+	}
+	clock_gettime(CLOCK_REALTIME_COARSE, &t1);
+	printf("%s contended: %u NOWAIT overwrites completed, %u -EAGAIN in %ld clock ticks, contender wrote %lu times\n",
+	       mn, ok, eagain, t_ticks_between(&t0, &t1), c.writes);
+	return failed;
+}
+
+/* A file written 4 KiB at a time, fsynced and read back: see the top. */
+static int make_small_folio_file(void)
+{
+	int fd = t_create_file("nowait-overwrite-contended", 0, NULL, 0);
+	off_t off;
+
+	for (off = 0; off < FILE_SIZE; off += 4096)
+		if (pwrite(fd, image + off, 4096, off) != 4096)
+			break;
+	if (off < FILE_SIZE || fsync(fd) ||
+	    pread(fd, rbuf, FILE_SIZE, 0) != FILE_SIZE) {
+		perror("prefill of the contended file");
+		return -1;
+	}
+	return fd;
 }
 
 int main(void)
@@ -194,6 +337,19 @@ int main(void)
 				(long long)off);
 			failed = 1;
 		}
+	}
+	close(fd);
+
+	fd = make_small_folio_file();
+	if (fd < 0)
+		return T_EXIT_FAIL;
+	if (test_contended(fd, VIA_URING)) {
+		fprintf(stderr, "test_contended io_uring failed\n");
+		failed = 1;
+	}
+	if (test_contended(fd, VIA_PWRITEV2)) {
+		fprintf(stderr, "test_contended pwritev2 failed\n");
+		failed = 1;
 	}
 	close(fd);
 	io_uring_queue_exit(&ring);
