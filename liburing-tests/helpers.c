@@ -408,6 +408,8 @@ const char *t_errno_name(int err)
 	case EIO:	return "EIO";
 	case ENOSPC:	return "ENOSPC";
 	case EINTR:	return "EINTR";
+	case EFBIG:	return "EFBIG";
+	case EOVERFLOW:	return "EOVERFLOW";
 	}
 	snprintf(buf, sizeof(buf), "errno %d", err);
 	return buf;
