@@ -9,6 +9,10 @@ TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${URING_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/uring-overwrite}
 JOBS=${URING_VM_JOBS:-$(nproc)}
 FLAVOURS="baseline patched debug"
+# Built and booted only when asked for by name: the series plus the
+# deliberately wrong patches in kernel/broken/, which the tests must catch
+# (vm/test-the-tests).
+EXTRA_FLAVOURS="broken"
 PROG=$(basename "$0")
 
 die() {
@@ -27,7 +31,7 @@ run() {
 }
 
 valid_flavour() {
-	case " $FLAVOURS " in
+	case " $FLAVOURS $EXTRA_FLAVOURS " in
 	*" $1 "*) return 0 ;;
 	esac
 	return 1
