@@ -19,6 +19,15 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 SPLAT_RE=$(cat "$TOP/vm/splat-patterns")
 TEST_TIMEOUT=${TEST_TIMEOUT:-900}
 FLAVOUR=${TEST_FLAVOUR:-unknown}
+# Sizes of the long-running tests, per flavour: the debug kernel (KASAN,
+# lockdep) runs several times slower under TCG, so it does less of each,
+# to keep a cold CI run well under an hour. Set them to override.
+if [ "$FLAVOUR" = debug ]; then
+	export TEST_INTEGRITY_OPS=${TEST_INTEGRITY_OPS:-5000}
+	export TEST_TORTURE_MS=${TEST_TORTURE_MS:-300}
+else
+	export TEST_INTEGRITY_OPS=${TEST_INTEGRITY_OPS:-20000}
+fi
 FS=${TEST_FS:-none}
 
 # Print "expect reason-regex" for a test: the last matching line wins.
