@@ -182,6 +182,14 @@ def main():
                     lat(b and b.get("clat_ns", {}).get("p99")),
                     lat(p and p.get("clat_ns", {}).get("p99"))))
         w("")
+    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         "results-notes.md")
+    if os.path.exists(notes):
+        w("## Reading the numbers (hand-written, bench/results-notes.md)")
+        w("")
+        with open(notes) as f:
+            w(f.read().rstrip())
+        w("")
     print("\n".join(out))
 
 
