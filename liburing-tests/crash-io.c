@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -117,6 +118,8 @@ static int do_write(const char *dir, uint64_t seed, unsigned int rounds)
 	}
 	printf("crashing in round %u\n", rounds + 1);
 	fflush(stdout);
+	/* Let the serial port send that line before the reset. */
+	tcdrain(STDOUT_FILENO);
 	if (write(trig, "b", 1) != 1)
 		perror("sysrq b");
 	/* Not reached when the reset works. */
