@@ -17,7 +17,7 @@
  *  - lazytime mounts: zero punts with one writer, every DEFER_TASKRUN
  *    write inline;
  *  - with several writers (threads or the contender), plus at most 1 punt
- *    in 200 writes (1 in 50 on the debug kernel) for a folio lock held
+ *    in 200 writes (1 in 20 on the debug kernel) for a folio lock held
  *    past the bounded retry;
  *  - other mounts: a write that finds the timestamps stale may punt (the
  *    update needs a blocking transaction); once it is done, writes in the
@@ -175,13 +175,14 @@ static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 	 * Writers to one file meet on folio locks (with XFS's large folios,
 	 * also when their blocks differ). A NOWAIT write retries a held
 	 * folio lock for a bounded time, then punts; allow 1 in 200 such
-	 * writes when more than one writer runs, 1 in 50 on the debug
+	 * writes when more than one writer runs, 1 in 20 on the debug
 	 * kernel, whose KASAN-instrumented copies hold the locks several
-	 * times longer (baseline: 186-920 punts per 1000 in these runs on
-	 * XFS, all 1000 on ext4).
+	 * times longer (measured there: up to 5 in 200 with the pwrite
+	 * contender on xfs-lazytime; baseline: 186-920 punts per 1000 in
+	 * these runs on XFS, all 1000 on ext4).
 	 */
 	if (threads > 1 || with_contender)
-		bound += total / (debug_kernel ? 50 : 200);
+		bound += total / (debug_kernel ? 20 : 200);
 	printf("threads %u qd %u%s%s: %lu writes, %ld punts (%.1f per 1000), %ld clock ticks, bound %ld",
 	       threads, qd, ring_flags ? " DEFER_TASKRUN" : "",
 	       with_contender ? " + pwrite contender" : "", total, punts,
