@@ -71,8 +71,6 @@ def side(r, what):
         return w["submit_lat_ns"]["p99"]
     if what == "cmp99":
         return w["complete_lat_ns"]["p99"]
-    if what == "cmp999":
-        return w["complete_lat_ns"]["p99.9"]
     if what == "cpu":
         return r.get("cpu", {}).get("us_per_write")
     return None
