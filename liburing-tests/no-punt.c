@@ -7,18 +7,23 @@
  * Random 4 KiB overwrites of one file with 1 and 4 threads (each with its
  * own ring) at QD 1 and 16, and with 1 thread at QD 1 racing a plain
  * pwrite(2) overwriter of the same file (a blocking writer must not hold
- * the inode lock exclusively against inline writers: "no cascade"). Punts are counted exactly with a hist trigger
- * on the io_uring:io_uring_queue_async_work tracepoint over each run. A
- * further run on a SINGLE_ISSUER|DEFER_TASKRUN ring at QD 1 counts writes
- * whose CQE is not visible right after io_uring_submit(): an inline write
- * posts it during submission, a punted one only when the task waits.
+ * the inode lock exclusively against inline writers: "no cascade").
+ * Punts are counted exactly with a hist trigger on the
+ * io_uring:io_uring_queue_async_work tracepoint over each run. A further
+ * run on a SINGLE_ISSUER|DEFER_TASKRUN ring at QD 1 counts writes whose
+ * CQE is not visible right after io_uring_submit(): an inline write posts
+ * it during submission, a punted one only when the task waits.
+ *
+ * Each writer (and the contender) overwrites its own 2 MiB slice of the
+ * file, aligned so that no folio (at most PMD size) spans two slices: the
+ * writers share the file and its inode lock but never a folio lock. Two
+ * writers of one folio may punt by design (a folio lock held past the
+ * bounded retry of patch 0011, docs/design.md); how often depends on
+ * scheduling, so the benchmark measures that (its writers share every
+ * folio) and this test does not assert it.
  *
  * Bounds (the design's, see docs/design.md):
- *  - lazytime mounts: zero punts with one writer, every DEFER_TASKRUN
- *    write inline;
- *  - with several writers (threads or the contender), plus at most 1 punt
- *    in 200 writes (1 in 20 on the debug kernel) for a folio lock held
- *    past the bounded retry;
+ *  - lazytime mounts: zero punts, every DEFER_TASKRUN write inline;
  *  - other mounts: a write that finds the timestamps stale may punt (the
  *    update needs a blocking transaction); once it is done, writes in the
  *    same clock tick are inline. Writes already submitted in that tick can
@@ -36,13 +41,20 @@
 
 #include "helpers.h"
 
-#define FILE_SIZE	(8 * 1024 * 1024)
+#define SLICE		(2 * 1024 * 1024)
+#define SLICES		8
+#define FILE_SIZE	(SLICES * SLICE)
 #define BS		4096
 
 static unsigned int writes_per_thread = 200;
-static int debug_kernel;
 static int fd;
 static volatile int stop_contender;
+
+/* A random block of slice @slice. */
+static off_t slice_offset(unsigned int slice, unsigned int *seed)
+{
+	return (off_t)slice * SLICE + (off_t)(rand_r(seed) % (SLICE / BS)) * BS;
+}
 
 /*
  * A plain pwrite(2) overwriter of the same file. Today it holds XFS's
@@ -57,7 +69,7 @@ static void *contender(void *arg)
 
 	memset(buf, 0x22, sizeof(buf));
 	while (!stop_contender)
-		if (pwrite(fd, buf, BS, (off_t)(rand_r(&seed) % (FILE_SIZE / BS)) * BS) != BS) {
+		if (pwrite(fd, buf, BS, slice_offset(SLICES - 1, &seed)) != BS) {
 			perror("contender pwrite");
 			break;
 		}
@@ -67,6 +79,7 @@ static void *contender(void *arg)
 struct worker {
 	pthread_t thread;
 	unsigned int qd;
+	unsigned int slice;
 	unsigned int seed;
 	unsigned int ring_flags;
 	unsigned long done, not_inline;
@@ -90,9 +103,8 @@ static void *writer(void *arg)
 	while (w->done < writes_per_thread) {
 		while (submitted < writes_per_thread && submitted - w->done < w->qd) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-			off_t off = (off_t)(rand_r(&w->seed) % (FILE_SIZE / BS)) * BS;
-
-			io_uring_prep_write(sqe, fd, buf, BS, off);
+			io_uring_prep_write(sqe, fd, buf, BS,
+					    slice_offset(w->slice, &w->seed));
 			submitted++;
 		}
 		ret = io_uring_submit(&ring);
@@ -147,6 +159,7 @@ static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 	for (i = 0; i < threads; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
 		w[i].qd = qd;
+		w[i].slice = i;
 		w[i].seed = rand_r(seed);
 		w[i].ring_flags = ring_flags;
 		pthread_create(&w[i].thread, NULL, writer, &w[i]);
@@ -171,18 +184,6 @@ static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 		return -1;
 	ticks = t_ticks_between(&t0, &t1);
 	bound = lazytime ? 0 : (ticks + 1) * threads * qd;
-	/*
-	 * Writers to one file meet on folio locks (with XFS's large folios,
-	 * also when their blocks differ). A NOWAIT write retries a held
-	 * folio lock for a bounded time, then punts; allow 1 in 200 such
-	 * writes when more than one writer runs, 1 in 20 on the debug
-	 * kernel, whose KASAN-instrumented copies hold the locks several
-	 * times longer (measured there: up to 5 in 200 with the pwrite
-	 * contender on xfs-lazytime; baseline: 186-920 punts per 1000 in
-	 * these runs on XFS, all 1000 on ext4).
-	 */
-	if (threads > 1 || with_contender)
-		bound += total / (debug_kernel ? 20 : 200);
 	printf("threads %u qd %u%s%s: %lu writes, %ld punts (%.1f per 1000), %ld clock ticks, bound %ld",
 	       threads, qd, ring_flags ? " DEFER_TASKRUN" : "",
 	       with_contender ? " + pwrite contender" : "", total, punts,
@@ -216,17 +217,15 @@ int main(void)
 	off_t off;
 
 	seed = t_seed("no-punt");
-	debug_kernel = getenv("TEST_FLAVOUR") &&
-		       !strcmp(getenv("TEST_FLAVOUR"), "debug");
 	if (getenv("TEST_WRITES"))
 		writes_per_thread = strtoul(getenv("TEST_WRITES"), NULL, 0);
 	fd = t_create_file("no-punt", 0, NULL, 0);
 	buf = malloc(FILE_SIZE);
 	memset(buf, 0x11, FILE_SIZE);
 	/*
-	 * One write by default, which on XFS puts the file in large folios,
-	 * where writers to different blocks meet on one folio lock;
-	 * TEST_PREFILL_BS=4096 writes it a page at a time instead.
+	 * One write by default, which on XFS puts the file in large folios
+	 * (none spans two slices); TEST_PREFILL_BS=4096 writes it a page at
+	 * a time instead.
 	 */
 	prefill_bs = t_env_uint("TEST_PREFILL_BS", FILE_SIZE, BS, FILE_SIZE);
 	for (off = 0; off < FILE_SIZE; off += prefill_bs)
