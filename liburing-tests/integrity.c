@@ -166,6 +166,7 @@ static struct t_shadow sh;
 static unsigned char *wbuf, *rbuf, *dbuf, *bbufs;
 
 static unsigned long op_count[OP_NR];
+static uint64_t op_ns[OP_NR], verify_ns;	/* time spent, for the summary */
 static int op_off[OP_NR];	/* not available here: never picked */
 static unsigned int nowait_writes, nowait_eagain, nowait_short, verifies;
 
@@ -1016,6 +1017,7 @@ static int run_op(enum op_type t)
 static void one_op(void)
 {
 	unsigned int total = 0, x, i;
+	uint64_t t0;
 
 	for (i = 0; i < OP_NR; i++)
 		total += op_types[i].weight;
@@ -1025,8 +1027,10 @@ static void one_op(void)
 			x -= op_types[i].weight;
 		if (op_off[i])
 			continue;
+		t0 = t_now_ns();
 		if (run_op(i) == OP_SKIPPED)
 			continue;
+		op_ns[i] += t_now_ns() - t0;
 		op_count[i]++;
 		return;
 	}
@@ -1044,6 +1048,14 @@ static void summary(double secs)
 	printf("integrity: %lu ops in %.1f s, %u full checks, NOWAIT writes %u: EAGAIN %u short %u; ops:%s\n",
 	       cur_op, secs, verifies, nowait_writes, nowait_eagain,
 	       nowait_short, line);
+	/* Where the time went: milliseconds per op type and in full checks. */
+	n = snprintf(line, sizeof(line), " full-checks=%llu",
+		     (unsigned long long)(verify_ns / 1000000));
+	for (i = 0; i < OP_NR; i++)
+		n += snprintf(line + n, sizeof(line) - n, " %s=%llu",
+			      op_types[i].name,
+			      (unsigned long long)(op_ns[i] / 1000000));
+	printf("integrity: ms spent:%s\n", line);
 	n = 0;
 	line[0] = 0;
 	for (i = 0; i < OP_NR; i++)
@@ -1120,8 +1132,12 @@ int main(void)
 		if (deadline && t_now_ns() >= deadline)
 			break;
 		one_op();
-		if (cfg.verify_every && !(cur_op % cfg.verify_every))
+		if (cfg.verify_every && !(cur_op % cfg.verify_every)) {
+			uint64_t t0 = t_now_ns();
+
 			verify_all("full check");
+			verify_ns += t_now_ns() - t0;
+		}
 	}
 	cur_op--;
 	verify_all("final check");
