@@ -2,7 +2,13 @@
 # SPDX-License-Identifier: MIT
 """Turn the benchmark output of vm/report into docs/results.md.
 
-usage: report.py MATRIX BASELINE-OUTPUT PATCHED-OUTPUT ACCEL COMMIT > results.md
+usage: report.py MATRIX BASELINE-OUTPUT PATCHED-OUTPUT ACCEL COMMIT [PLOTDIR]
+       > results.md
+
+With PLOTDIR (a directory next to results.md), also write PNG plots there
+with gnuplot and link them: latency percentiles of w4k-t1-qd1 (else the first
+cell), and
+IOPS against writers for the 4 KiB QD 32 cells.
 
 The output files hold "RESULT <cell> <fs> <json>" lines from
 bench/uring-overwrite and "FIO <cell> <fs> <json>" lines (guest-matrix.sh).
@@ -13,8 +19,12 @@ which do not depend on speed.
 import json
 import os
 import platform
+import re
+import subprocess
 import sys
 import time
+
+PCTS = ("p50", "p90", "p99", "p99.9", "p99.99", "max")
 
 
 def load(path):
@@ -91,8 +101,105 @@ def machine():
                                                  platform.platform())
 
 
+def gnuplot(script, plotdir):
+    """Run a gnuplot script in plotdir; False (and why, on stderr) if not."""
+    try:
+        subprocess.run(["gnuplot"], input=script, text=True, cwd=plotdir,
+                       check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.stderr.write("report.py: gnuplot failed: {}\n{}".format(
+            e, getattr(e, "stderr", "") or ""))
+        return False
+    return True
+
+
+def panels(fss):
+    """gnuplot multiplot layout for one panel per fs config."""
+    cols = 2 if len(fss) > 1 else 1
+    return (len(fss) + cols - 1) // cols, cols
+
+
+def plot_latency(cell, fss, base, pat, plotdir):
+    """Submission and completion latency percentiles, one panel per fs."""
+    name = "latency-{}.png".format(cell)
+    rows, cols = panels(fss)
+    script = ['set terminal pngcairo size {},{} font "sans,9"'.format(
+        560 * cols, 380 * rows), 'set output "{}"'.format(name),
+        'set multiplot layout {},{} title "{}: latency percentiles '
+        '(log scale, us)"'.format(rows, cols, cell),
+        "set logscale y", "set grid ytics", "set key top left",
+        "set style data linespoints"]
+    have = False
+    for fs in fss:
+        b, p = base.get((cell, fs)), pat.get((cell, fs))
+        if not b or "error" in b or not p or "error" in p:
+            continue
+        dat = "latency-{}-{}.dat".format(cell, fs)
+        with open(os.path.join(plotdir, dat), "w") as f:
+            f.write("# pct base-submit patched-submit base-complete "
+                    "patched-complete (us)\n")
+            for i, pc in enumerate(PCTS):
+                f.write("{} {} {} {} {} {}\n".format(
+                    i, pc, *(r["write"][k][pc] / 1e3 for k in
+                             ("submit_lat_ns", "complete_lat_ns")
+                             for r in (b, p))))
+        script += ['set title "{}"'.format(fs),
+                   "set xtics ({})".format(", ".join(
+                       '"{}" {}'.format(pc, i) for i, pc in enumerate(PCTS))),
+                   'plot "{0}" u 1:3 t "baseline submit", '
+                   '"{0}" u 1:4 t "patched submit", '
+                   '"{0}" u 1:5 t "baseline complete", '
+                   '"{0}" u 1:6 t "patched complete"'.format(dat)]
+        have = True
+    script.append("unset multiplot")
+    return name if have and gnuplot("\n".join(script) + "\n", plotdir) \
+        else None
+
+
+def plot_writers(cells, fss, base, pat, plotdir):
+    """IOPS against writers for the w4k-t<N>-qd32 cells, one panel per fs."""
+    series = sorted((int(m.group(1)), c) for k, c, _ in cells
+                    if k == "bench"
+                    for m in [re.match(r"w4k-t(\d+)-qd32$", c)] if m)
+    if len(series) < 2:
+        return None
+    name = "iops-vs-writers.png"
+    rows, cols = panels(fss)
+    script = ['set terminal pngcairo size {},{} font "sans,9"'.format(
+        560 * cols, 380 * rows), 'set output "{}"'.format(name),
+        'set multiplot layout {},{} title "random 4 KiB overwrites, QD 32 '
+        'per writer: IOPS against writers"'.format(rows, cols),
+        "set grid ytics", "set key top left", "set yrange [0:*]",
+        "set xtics ({})".format(", ".join(str(n) for n, _ in series)),
+        "set style data linespoints"]
+    have = False
+    for fs in fss:
+        rowsd = []
+        for n, c in series:
+            bi = side(base.get((c, fs)), "iops")
+            pi = side(pat.get((c, fs)), "iops")
+            if bi is not None and pi is not None:
+                rowsd.append("{} {} {}".format(n, bi, pi))
+        if len(rowsd) < 2:
+            continue
+        dat = "writers-{}.dat".format(fs)
+        with open(os.path.join(plotdir, dat), "w") as f:
+            f.write("# writers baseline-iops patched-iops\n")
+            f.write("\n".join(rowsd) + "\n")
+        script += ['set title "{}"'.format(fs),
+                   'plot "{0}" u 1:2 t "baseline", '
+                   '"{0}" u 1:3 t "patched"'.format(dat)]
+        have = True
+    script.append("unset multiplot")
+    return name if have and gnuplot("\n".join(script) + "\n", plotdir) \
+        else None
+
+
 def main():
+    if len(sys.argv) not in (6, 7):
+        sys.exit(__doc__)
     mat, bpath, ppath, accel, commit = sys.argv[1:6]
+    plotdir = sys.argv[6] if len(sys.argv) > 6 else None
     cells = matrix(mat)
     base, bfio = load(bpath)
     pat, pfio = load(ppath)
@@ -130,6 +237,21 @@ def main():
       "submission latency is the time inside `io_uring_submit()` divided "
       "by the SQEs it submitted.")
     w("")
+    if plotdir:
+        os.makedirs(plotdir, exist_ok=True)
+        rel = os.path.basename(os.path.normpath(plotdir))
+        names = [c for k, c, _ in cells if k == "bench"]
+        first = "w4k-t1-qd1" if "w4k-t1-qd1" in names else \
+            (names[0] if names else None)
+        plots = [plot_latency(first, fss, base, pat, plotdir) if first
+                 else None, plot_writers(cells, fss, base, pat, plotdir)]
+        plots = [x for x in plots if x]
+        if plots:
+            w("## Plots")
+            w("")
+            for x in plots:
+                w("![{0}]({1}/{0})".format(x, rel))
+                w("")
     for kind, cell, args in cells:
         if kind != "bench":
             continue
