@@ -75,6 +75,8 @@ def side(r, what):
     if what == "workers":
         return r.get("io_wq_workers", {}).get("created")
     w = r["write"]
+    if what == "submean":
+        return w["submit_lat_ns"]["mean"]
     if what == "sub50":
         return w["submit_lat_ns"]["p50"]
     if what == "sub99":
@@ -286,8 +288,9 @@ def main():
             w("fio, same cell (`ioengine`, size 32 MiB, time based):")
             w("")
             w("| fs | fio IOPS base | fio IOPS patched | ratio | "
-              "fio slat mean base/patched | fio clat p99 base/patched |")
-            w("|---|---|---|---|---|---|")
+              "fio slat mean base/patched | our submit mean base/patched | "
+              "fio clat p99 base/patched |")
+            w("|---|---|---|---|---|---|---|")
             for fs in fss:
                 b, p = bfio.get((cell, fs)), pfio.get((cell, fs))
                 if not b and not p:
@@ -295,10 +298,13 @@ def main():
                 bi = b.get("iops") if b else None
                 pi = p.get("iops") if p else None
                 ratio = "{:.2f}x".format(pi / bi) if bi and pi else "-"
-                w("| {} | {} | {} | **{}** | {} / {} | {} / {} |".format(
+                w("| {} | {} | {} | **{}** | {} / {} | {} / {} | {} / {} |"
+                  .format(
                     fs, num(bi), num(pi), ratio,
                     lat(b and b.get("slat_ns", {}).get("mean")),
                     lat(p and p.get("slat_ns", {}).get("mean")),
+                    lat(side(base.get((cell, fs)), "submean")),
+                    lat(side(pat.get((cell, fs)), "submean")),
                     lat(b and b.get("clat_ns", {}).get("p99")),
                     lat(p and p.get("clat_ns", {}).get("p99"))))
         w("")
