@@ -4,8 +4,8 @@
 # Guest side of bench/fio-gap: why fio's buffered cells and ours disagree.
 # For each mounted scratch file system (TEST_MNTS from vm/run), run the same
 # fio job (random 4 KiB writes, 32 MiB file, psync and io_uring QD 1) on
-# files prepared four ways, and print one line per run:
-#   GAP <fs> <prep> <engine> <iops> <punts>
+# files prepared four ways, ROUNDS times, and print one line per run:
+#   GAP <fs> <prep> <engine> <iops> <punts> <round>
 # prep:
 #   fio-layout      fio creates and lays out its own file (what the matrix
 #                   does), then drops it from the page cache (invalidate=1,
@@ -16,9 +16,9 @@
 #   bench-dropped   that file, dropped from the page cache (invalidate=1)
 # punts: io_uring_queue_async_work events during the job (-1 without
 # tracefs).
-# usage: fio-gap.sh BENCH-BINARY SECONDS
+# usage: fio-gap.sh BENCH-BINARY SECONDS ROUNDS
 set -u
-bin=$1 secs=$2
+bin=$1 secs=$2 rounds=${3:-1}
 T=/sys/kernel/tracing
 [ -d $T/events ] || T=/sys/kernel/debug/tracing
 command -v fio >/dev/null || { echo "fio-gap: fio is not installed" >&2; exit 1; }
@@ -39,9 +39,9 @@ punts_read() {
 	grep -c io_uring_queue_async_work $T/trace
 }
 
-# job FS DIR PREP FILE INVALIDATE ENGINE
+# job FS DIR PREP FILE INVALIDATE ENGINE ROUND
 job() {
-	local fs=$1 dir=$2 prep=$3 file=$4 inval=$5 engine=$6 iops punts
+	local fs=$1 dir=$2 prep=$3 file=$4 inval=$5 engine=$6 round=$7 iops punts
 	punts_start
 	iops=$(fio --output-format=json --name=gap --directory="$dir" \
 		--filename="$file" --size=32M --runtime="$secs" --time_based \
@@ -50,22 +50,24 @@ job() {
 		python3 -c 'import json, sys; print(round(json.load(sys.stdin)["jobs"][0]["write"]["iops"]))') ||
 		iops=-1
 	punts=$(punts_read)
-	echo "GAP $fs $prep $engine $iops $punts"
+	echo "GAP $fs $prep $engine $iops $punts $round"
 }
 
 rc=0
-for m in $TEST_MNTS; do
-	fs=${m%%:*} dir=${m#*:}
-	echo "fio-gap: $fs" >&2
-	for engine in psync io_uring; do
+for round in $(seq "$rounds"); do
+	for m in $TEST_MNTS; do
+		fs=${m%%:*} dir=${m#*:}
+		echo "fio-gap: round $round, $fs" >&2
+		for engine in psync io_uring; do
+			rm -f "$dir/fio-file" "$dir/bench-file"
+			job "$fs" "$dir" fio-layout fio-file 1 "$engine" "$round"
+			job "$fs" "$dir" fio-cached fio-file 0 "$engine" "$round"
+			# -n 1: prepare the file the way our cells do, write once.
+			TEST_DIR=$dir "$bin" -n 1 -q 1 -s 32M >/dev/null 2>&1 || rc=1
+			job "$fs" "$dir" bench-cached bench-file 0 "$engine" "$round"
+			job "$fs" "$dir" bench-dropped bench-file 1 "$engine" "$round"
+		done
 		rm -f "$dir/fio-file" "$dir/bench-file"
-		job "$fs" "$dir" fio-layout fio-file 1 "$engine"
-		job "$fs" "$dir" fio-cached fio-file 0 "$engine"
-		# -n 1: prepare the file the way our cells do, write once.
-		TEST_DIR=$dir "$bin" -n 1 -q 1 -s 32M >/dev/null 2>&1 || rc=1
-		job "$fs" "$dir" bench-cached bench-file 0 "$engine"
-		job "$fs" "$dir" bench-dropped bench-file 1 "$engine"
 	done
-	rm -f "$dir/fio-file" "$dir/bench-file"
 done
 exit $rc
