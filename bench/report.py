@@ -115,22 +115,29 @@ def gnuplot(script, plotdir):
     return True
 
 
-def panels(fss):
-    """gnuplot multiplot layout for one panel per fs config."""
+def multiplot(name, fss, title, settings):
+    """Start a gnuplot script: a PNG with one panel per fs config."""
     cols = 2 if len(fss) > 1 else 1
-    return (len(fss) + cols - 1) // cols, cols
+    rows = (len(fss) + cols - 1) // cols
+    return ['set terminal pngcairo size {},{} font "sans,9"'.format(
+        560 * cols, 380 * rows), 'set output "{}"'.format(name),
+        'set multiplot layout {},{} title "{}"'.format(rows, cols, title),
+        "set grid ytics", "set key top left",
+        "set style data linespoints"] + settings
+
+
+def finish(name, script, have, plotdir):
+    """End the script and run it; the PNG's name, or None."""
+    script.append("unset multiplot")
+    return name if have and gnuplot("\n".join(script) + "\n", plotdir) \
+        else None
 
 
 def plot_latency(cell, fss, base, pat, plotdir):
     """Submission and completion latency percentiles, one panel per fs."""
     name = "latency-{}.png".format(cell)
-    rows, cols = panels(fss)
-    script = ['set terminal pngcairo size {},{} font "sans,9"'.format(
-        560 * cols, 380 * rows), 'set output "{}"'.format(name),
-        'set multiplot layout {},{} title "{}: latency percentiles '
-        '(log scale, us)"'.format(rows, cols, cell),
-        "set logscale y", "set grid ytics", "set key top left",
-        "set style data linespoints"]
+    script = multiplot(name, fss, "{}: latency percentiles (log scale, "
+                       "us)".format(cell), ["set logscale y"])
     have = False
     for fs in fss:
         b, p = base.get((cell, fs)), pat.get((cell, fs))
@@ -153,9 +160,7 @@ def plot_latency(cell, fss, base, pat, plotdir):
                    '"{0}" u 1:5 t "baseline complete", '
                    '"{0}" u 1:6 t "patched complete"'.format(dat)]
         have = True
-    script.append("unset multiplot")
-    return name if have and gnuplot("\n".join(script) + "\n", plotdir) \
-        else None
+    return finish(name, script, have, plotdir)
 
 
 def plot_writers(cells, fss, base, pat, plotdir):
@@ -166,14 +171,10 @@ def plot_writers(cells, fss, base, pat, plotdir):
     if len(series) < 2:
         return None
     name = "iops-vs-writers.png"
-    rows, cols = panels(fss)
-    script = ['set terminal pngcairo size {},{} font "sans,9"'.format(
-        560 * cols, 380 * rows), 'set output "{}"'.format(name),
-        'set multiplot layout {},{} title "random 4 KiB overwrites, QD 32 '
-        'per writer: IOPS against writers"'.format(rows, cols),
-        "set grid ytics", "set key top left", "set yrange [0:*]",
-        "set xtics ({})".format(", ".join(str(n) for n, _ in series)),
-        "set style data linespoints"]
+    script = multiplot(name, fss, "random 4 KiB overwrites, QD 32 per "
+                       "writer: IOPS against writers",
+                       ["set yrange [0:*]", "set xtics ({})".format(
+                           ", ".join(str(n) for n, _ in series))])
     have = False
     for fs in fss:
         rowsd = []
@@ -192,9 +193,7 @@ def plot_writers(cells, fss, base, pat, plotdir):
                    'plot "{0}" u 1:2 t "baseline", '
                    '"{0}" u 1:3 t "patched"'.format(dat)]
         have = True
-    script.append("unset multiplot")
-    return name if have and gnuplot("\n".join(script) + "\n", plotdir) \
-        else None
+    return finish(name, script, have, plotdir)
 
 
 def main():
