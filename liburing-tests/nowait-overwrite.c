@@ -21,8 +21,8 @@
  * buffered writes at all), a short count, wrong data.
  *
  * A second part repeats 4 KiB NOWAIT overwrites while another thread keeps
- * overwriting a different range of the same file with blocking pwrite(),
- * as a database's other writers would. On 6.12 XFS that thread holds
+ * overwriting a different 64 KiB range of the same file with blocking
+ * pwrite(), as a database's other writers would. On 6.12 XFS that thread holds
  * IOLOCK_EXCL, so most NOWAIT writes fail; a writer that does not exclude
  * other overwriters lets them through. There, on a lazytime mount, no
  * NOWAIT write may fail; on other mounts the other writer's timestamp
@@ -48,6 +48,15 @@
 #define ROUNDS		10
 #define CONTENDED_WRITES	200
 #define CONTENDER_OFF	(512 * 1024)
+/*
+ * The other writer's pwrite() size: 16 small folios, so that on 6.12 XFS it
+ * holds IOLOCK_EXCL for most of its loop and the baseline's failure does
+ * not rest on the two threads' timing (with 4 KiB writes it held the lock
+ * so briefly that some baseline runs saw 3 -EAGAIN in 200 writes). It is
+ * no larger than FILEMAP_LOCK_RANGE_MAX: a larger blocking write takes the
+ * exclusive lock on the patched kernel too, by design.
+ */
+#define CONTENDER_LEN	(64 * 1024)
 
 static const struct range {
 	const char *name;
@@ -193,11 +202,11 @@ struct contender {
 	int error;
 };
 
-/* Blocking 4 KiB overwrites of CONTENDER_OFF until told to stop. */
+/* Blocking CONTENDER_LEN overwrites at CONTENDER_OFF until told to stop. */
 static void *contender_fn(void *arg)
 {
 	struct contender *c = arg;
-	static unsigned char buf[4096];
+	static unsigned char buf[CONTENDER_LEN];
 
 	memcpy(buf, image + CONTENDER_OFF, sizeof(buf));
 	while (!c->stop) {
