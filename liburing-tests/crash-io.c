@@ -17,15 +17,29 @@
  * So nothing fsynced is lost and no unsynced data lands anywhere but
  * where it was written; stale or foreign data, zeros and a wrong size
  * fail.
+ *
+ * "crash-io logged DIR SEED ROUNDS DM-NAME": the same prefill and rounds
+ * on a file system on a dm-log-writes device, with no crash: after each
+ * fsync returns (the prefill's is round 0) it inserts the mark
+ * "synced-N" into the log (dmsetup message DM-NAME 0 mark synced-N), then
+ * writes the unsynced round and returns. dm-log-writes logs a completed
+ * write only at the next flush, so the log replayed up to "synced-N" is
+ * what the disk held for certain when fsync returned, and "crash-io
+ * verify DIR SEED N" on it finds any write that fsync did not flush
+ * (logwrites-check.sh).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #include "helpers.h"
 
@@ -127,6 +141,82 @@ static int do_write(const char *dir, uint64_t seed, unsigned int rounds)
 	return T_EXIT_FAIL;
 }
 
+/* dmsetup message @dm 0 mark synced-@r: a mark in the dm-log-writes log. */
+static int log_mark(const char *dm, unsigned int r)
+{
+	char mark[32];
+	char *argv[] = { "dmsetup", "message", (char *)dm, "0", "mark", mark, NULL };
+	pid_t pid;
+	int st;
+
+	snprintf(mark, sizeof(mark), "synced-%u", r);
+	if (posix_spawnp(&pid, "dmsetup", NULL, NULL, argv, environ)) {
+		perror("dmsetup");
+		return -1;
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "dmsetup message %s 0 mark %s failed\n", dm, mark);
+		return -1;
+	}
+	printf("marked %s\n", mark);
+	fflush(stdout);
+	return 0;
+}
+
+/* Prefill, @rounds fsynced rounds each followed by a log mark, one more. */
+static int do_logged(const char *dir, uint64_t seed, unsigned int rounds,
+		     const char *dm)
+{
+	static unsigned char buf[MAX_BLKS * BLK];
+	unsigned char *fill;
+	struct io_uring ring;
+	uint64_t rnd = seed;
+	unsigned int r, i;
+	int fd, ret;
+
+	fd = open_file(dir, O_CREAT | O_TRUNC);
+	fill = malloc(FILE_SIZE);
+	if (fd < 0 || !fill || io_uring_queue_init(8, &ring, 0))
+		return T_EXIT_FAIL;
+	t_fill_pattern(fill, FILE_SIZE, 0, 0);
+	/* Read back: the rounds overwrite cached data, the path under test. */
+	if (pwrite(fd, fill, FILE_SIZE, 0) != FILE_SIZE || fsync(fd) ||
+	    pread(fd, fill, FILE_SIZE, 0) != FILE_SIZE) {
+		perror("prefill");
+		return T_EXIT_FAIL;
+	}
+	free(fill);
+	if (log_mark(dm, 0))
+		return T_EXIT_FAIL;
+	for (r = 1; r <= rounds + 1; r++) {
+		for (i = 0; i < WRITES; i++) {
+			struct wr w = next_write(&rnd);
+			off_t off = (off_t)w.blk * BLK;
+
+			t_fill_pattern(buf, w.nr * BLK, off, r);
+			ret = t_uring_pwrite(&ring, fd, buf, w.nr * BLK, off, 0);
+			if (ret != (int)(w.nr * BLK)) {
+				fprintf(stderr, "round %u write %u: %d\n", r, i, ret);
+				return T_EXIT_FAIL;
+			}
+		}
+		if (r == rounds + 1)
+			break;
+		ret = t_uring_fsync(&ring, fd);
+		if (ret) {
+			fprintf(stderr, "round %u fsync: %d\n", r, ret);
+			return T_EXIT_FAIL;
+		}
+		printf("synced %u\n", r);
+		if (log_mark(dm, r))
+			return T_EXIT_FAIL;
+	}
+	printf("wrote round %u without fsync\n", rounds + 1);
+	io_uring_queue_exit(&ring);
+	close(fd);
+	return T_EXIT_PASS;
+}
+
 static int do_verify(const char *dir, uint64_t seed, unsigned int synced)
 {
 	uint8_t *last = calloc(NR_BLKS, 1), *unsynced = calloc(NR_BLKS, 1);
@@ -194,13 +284,16 @@ int main(int argc, char *argv[])
 	uint64_t seed;
 	unsigned int n;
 
-	if (argc != 5 || (strcmp(argv[1], "write") && strcmp(argv[1], "verify"))) {
-		fprintf(stderr, "usage: %s write DIR SEED ROUNDS | verify DIR SEED SYNCED\n",
+	if (!((argc == 5 && (!strcmp(argv[1], "write") || !strcmp(argv[1], "verify"))) ||
+	      (argc == 6 && !strcmp(argv[1], "logged")))) {
+		fprintf(stderr, "usage: %s write DIR SEED ROUNDS | verify DIR SEED SYNCED | logged DIR SEED ROUNDS DM-NAME\n",
 			argv[0]);
 		return T_EXIT_FAIL;
 	}
 	seed = strtoull(argv[3], NULL, 0) | 1;
 	n = strtoul(argv[4], NULL, 0);
+	if (!strcmp(argv[1], "logged"))
+		return do_logged(argv[2], seed, n, argv[5]);
 	if (!strcmp(argv[1], "write"))
 		return do_write(argv[2], seed, n);
 	return do_verify(argv[2], seed, n);
