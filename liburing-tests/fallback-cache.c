@@ -481,87 +481,12 @@ out:
  * missing page UFFD_DELAY_US after the fault, so the kernel's copy from
  * the buffer faults and waits.
  */
-struct uffd_handler {
-	int uffd;
-	int stop_fd;
-	unsigned char *area;
-	const unsigned char *src;	/* what the pages must hold */
-	int served;
-	int error;
-};
-
-static void *uffd_fn(void *arg)
-{
-	struct uffd_handler *h = arg;
-	struct pollfd pfd[2] = {
-		{ .fd = h->uffd, .events = POLLIN },
-		{ .fd = h->stop_fd, .events = POLLIN },
-	};
-	struct uffdio_copy copy;
-	struct uffd_msg msg;
-	unsigned long addr;
-
-	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			h->error = errno;
-			break;
-		}
-		if (pfd[1].revents)
-			break;
-		if (read(h->uffd, &msg, sizeof(msg)) != sizeof(msg)) {
-			if (errno == EAGAIN)
-				continue;
-			h->error = errno;
-			break;
-		}
-		if (msg.event != UFFD_EVENT_PAGEFAULT)
-			continue;
-		usleep(UFFD_DELAY_US);
-		addr = msg.arg.pagefault.address & ~(unsigned long)(PG - 1);
-		copy.dst = addr;
-		copy.src = (unsigned long)(h->src + (addr - (unsigned long)h->area));
-		copy.len = PG;
-		copy.mode = 0;
-		copy.copy = 0;
-		if (ioctl(h->uffd, UFFDIO_COPY, &copy) && errno != EEXIST) {
-			h->error = errno;
-			break;
-		}
-		h->served++;
-	}
-	return NULL;
-}
-
-static int uffd_open(void)
-{
-	struct uffdio_api api = { .api = UFFD_API };
-	int fd, dev;
-
-	fd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-		if (dev < 0)
-			return -errno;
-		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
-		close(dev);
-		if (fd < 0)
-			return -errno;
-	}
-	if (ioctl(fd, UFFDIO_API, &api)) {
-		close(fd);
-		return -errno;
-	}
-	return fd;
-}
-
 static int uffd_write(enum t_wmode m, const char *what, struct t_tally *t,
 		      int resident)
 {
 	const size_t len = UFFD_PAGES * PG;
 	const off_t off = 5000;
-	struct uffd_handler h = { 0 };
+	struct t_uffd_handler h = { .delay_us = UFFD_DELAY_US };
 	struct uffdio_register reg;
 	char path[PATH_MAX];
 	struct t_shadow sh;
@@ -576,7 +501,7 @@ static int uffd_write(enum t_wmode m, const char *what, struct t_tally *t,
 	if (!src)
 		goto out;
 	t_fill_pattern(src, len, off, 2 + m);
-	h.uffd = uffd_open();
+	h.uffd = t_uffd_open();
 	if (h.uffd < 0) {
 		printf("note: userfaultfd: %s\n", strerror(-h.uffd));
 		ret = T_EXIT_SKIP;
@@ -599,7 +524,7 @@ static int uffd_write(enum t_wmode m, const char *what, struct t_tally *t,
 		ret = T_EXIT_SKIP;
 		goto unmap;
 	}
-	if (pthread_create(&thr, NULL, uffd_fn, &h)) {
+	if (pthread_create(&thr, NULL, t_uffd_serve, &h)) {
 		perror("pthread_create");
 		goto unmap;
 	}

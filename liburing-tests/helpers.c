@@ -16,6 +16,11 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/eventfd.h>
+#include <linux/userfaultfd.h>
 #include "helpers.h"
 
 #define PUNT_EVENT "/sys/kernel/tracing/events/io_uring/io_uring_queue_async_work"
@@ -772,4 +777,71 @@ int t_write_check(struct io_uring *ring, enum t_wmode m, int fd,
 	ret = t_wmode_write(ring, m, fd, buf, len, off, rw_flags);
 	return t_check_written(m, fd, sh, what, expect ? expect : buf, len,
 			       off, rw_flags, ret, tally);
+}
+
+void *t_uffd_serve(void *arg)
+{
+	struct t_uffd_handler *h = arg;
+	const long pg = sysconf(_SC_PAGESIZE);
+	struct pollfd pfd[2] = {
+		{ .fd = h->uffd, .events = POLLIN },
+		{ .fd = h->stop_fd, .events = POLLIN },
+	};
+	struct uffdio_copy copy;
+	struct uffd_msg msg;
+	unsigned long addr;
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			h->error = errno;
+			break;
+		}
+		if (pfd[1].revents)
+			break;
+		if (read(h->uffd, &msg, sizeof(msg)) != sizeof(msg)) {
+			if (errno == EAGAIN)
+				continue;
+			h->error = errno;
+			break;
+		}
+		if (msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		usleep(h->delay_us);
+		addr = msg.arg.pagefault.address & ~(unsigned long)(pg - 1);
+		copy.dst = addr;
+		copy.src = (unsigned long)(h->src + (addr - (unsigned long)h->area));
+		copy.len = pg;
+		copy.mode = 0;
+		copy.copy = 0;
+		if (ioctl(h->uffd, UFFDIO_COPY, &copy) && errno != EEXIST) {
+			h->error = errno;
+			break;
+		}
+		__atomic_add_fetch(&h->served, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+int t_uffd_open(void)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	int fd, dev;
+
+	fd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+		if (dev < 0)
+			return -errno;
+		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+		close(dev);
+		if (fd < 0)
+			return -errno;
+	}
+	if (ioctl(fd, UFFDIO_API, &api)) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
 }

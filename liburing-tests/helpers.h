@@ -259,4 +259,24 @@ int t_check_written(enum t_wmode m, int fd, struct t_shadow *sh,
 /* Unlink a file made by t_create_file() now, unless $TEST_KEEP_FILES. */
 void t_remove_file(const char *path);
 
+/* A userfaultfd (O_NONBLOCK, API handshake done), or -errno. */
+int t_uffd_open(void);
+
+/*
+ * A thread body serving missing-page faults in @area: @delay_us after
+ * each fault it copies the page's bytes from @src (at the same offset
+ * from @area) into place. Stops when @stop_fd (an eventfd) is written;
+ * @served counts the pages, @error is the errno that stopped it early.
+ */
+struct t_uffd_handler {
+	int uffd;
+	int stop_fd;
+	unsigned char *area;
+	const unsigned char *src;
+	unsigned int delay_us;
+	int served;
+	int error;
+};
+void *t_uffd_serve(void *arg);
+
 #endif

@@ -74,14 +74,25 @@ run_one() {
 		echo "not ok $n - $label: kernel splat: $splat"
 		return 1
 	fi
-	# An expected failure must fail for the reason it targets.
+	# An expected failure must fail for the reason it targets, and an
+	# expected skip skip for its reason.
 	if [ "$want" = fail ] && [ "$rc" != 0 ] && [ -n "$reason" ] &&
 		! grep -q -E -e "$reason" "$log"; then
 		echo "not ok $n - $label: expected to fail with /$reason/ but failed otherwise (exit $rc)"
 		return 1
 	fi
+	if [ "$want" = skip ] && [ "$rc" = 77 ] && ! grep -q -E -e "$reason" "$log"; then
+		echo "not ok $n - $label: skipped, but not with /$reason/"
+		return 1
+	fi
+	# A skip (exit 77) passes only where the expectations list it with
+	# its reason: a case that cannot run is not a case that passed.
 	case "$rc/$want" in
-	77/*) echo "ok $n - $label # SKIP test reported the feature missing" ;;
+	124/any | 137/any) echo "not ok $n - $label: timed out after ${TEST_TIMEOUT}s"; return 1 ;;
+	*/any) echo "ok $n - $label # SKIP outcome not judged here (exit $rc): $reason" ;;
+	77/skip) echo "ok $n - $label # SKIP $reason" ;;
+	77/*) echo "not ok $n - $label: skipped (exit 77), and the expectations list no skip here"; return 1 ;;
+	*/skip) echo "not ok $n - $label: expected to skip with /$reason/ but exited $rc"; return 1 ;;
 	124/* | 137/*) echo "not ok $n - $label: timed out after ${TEST_TIMEOUT}s"; return 1 ;;
 	0/pass) echo "ok $n - $label" ;;
 	0/fail) echo "not ok $n - $label: expected to fail on $FLAVOUR/$FS but passed"; return 1 ;;
