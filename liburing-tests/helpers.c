@@ -6,20 +6,20 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-
-#include <poll.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <linux/userfaultfd.h>
 #include "helpers.h"
 
@@ -844,4 +844,100 @@ int t_uffd_open(void)
 		return -errno;
 	}
 	return fd;
+}
+
+static void *stalled_writer_fn(void *arg)
+{
+	struct t_stalled_writer *w = arg;
+	const long pg = sysconf(_SC_PAGESIZE);
+
+	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+		/* Missing again: this write faults on its first page. */
+		madvise(w->h.area, pg, MADV_DONTNEED);
+		if (pwrite(w->fd, w->h.area, w->len, w->off) != (ssize_t)w->len) {
+			w->error = errno ? errno : EIO;
+			break;
+		}
+		__atomic_add_fetch(&w->writes, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+int t_stalled_writer_start(struct t_stalled_writer *w)
+{
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	const long pg = sysconf(_SC_PAGESIZE);
+	size_t maplen = (w->len + pg - 1) & ~(size_t)(pg - 1);
+	int i;
+
+	memset(&w->h, 0, sizeof(w->h));
+	w->h.stop_fd = -1;
+	w->h.area = MAP_FAILED;
+	w->h.src = w->data;
+	w->h.delay_us = w->delay_us;
+	w->writes = 0;
+	w->error = 0;
+	w->stop = 0;
+	w->h.uffd = t_uffd_open();
+	if (w->h.uffd < 0) {
+		fprintf(stderr, "stalled writer: userfaultfd: %s\n",
+			strerror(-w->h.uffd));
+		return -1;
+	}
+	w->h.stop_fd = eventfd(0, EFD_CLOEXEC);
+	w->h.area = mmap(NULL, maplen, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	reg.range.start = (unsigned long)w->h.area;
+	reg.range.len = maplen;
+	if (w->h.stop_fd < 0 || w->h.area == MAP_FAILED ||
+	    ioctl(w->h.uffd, UFFDIO_REGISTER, &reg) ||
+	    pthread_create(&w->hthr, NULL, t_uffd_serve, &w->h)) {
+		perror("stalled writer: setup");
+		goto fail;
+	}
+	if (pthread_create(&w->thr, NULL, stalled_writer_fn, w)) {
+		perror("stalled writer: pthread_create");
+		eventfd_write(w->h.stop_fd, 1);
+		pthread_join(w->hthr, NULL);
+		goto fail;
+	}
+	/* Up to 10 s for the first fault to be served: it is in a write. */
+	for (i = 0; i < 10000; i++) {
+		if (__atomic_load_n(&w->h.served, __ATOMIC_ACQUIRE) > 0)
+			return 0;
+		if (w->error || w->h.error)
+			break;
+		usleep(1000);
+	}
+	fprintf(stderr, "stalled writer: no write started\n");
+	t_stalled_writer_stop(w);
+	return -1;
+fail:
+	if (w->h.area != MAP_FAILED)
+		munmap(w->h.area, maplen);
+	if (w->h.stop_fd >= 0)
+		close(w->h.stop_fd);
+	close(w->h.uffd);
+	return -1;
+}
+
+int t_stalled_writer_stop(struct t_stalled_writer *w)
+{
+	const long pg = sysconf(_SC_PAGESIZE);
+	size_t maplen = (w->len + pg - 1) & ~(size_t)(pg - 1);
+	int ret = 0;
+
+	__atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(w->thr, NULL);
+	eventfd_write(w->h.stop_fd, 1);
+	pthread_join(w->hthr, NULL);
+	if (w->error || w->h.error) {
+		fprintf(stderr, "stalled writer: %s\n",
+			strerror(w->error ? w->error : w->h.error));
+		ret = 1;
+	}
+	munmap(w->h.area, maplen);
+	close(w->h.stop_fd);
+	close(w->h.uffd);
+	return ret;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <liburing.h>
+#include <pthread.h>
 
 enum t_test_result {
 	T_EXIT_PASS = 0,
@@ -278,5 +279,34 @@ struct t_uffd_handler {
 	int error;
 };
 void *t_uffd_serve(void *arg);
+
+/*
+ * A thread that overwrites [@off, @off + @len) of @fd with @data in a
+ * loop of blocking pwrite()s whose source buffer sits behind a
+ * userfaultfd, its first page dropped before each write: every write
+ * sleeps in its copy for one fault, @delay_us plus the handler's
+ * wake-up, holding whatever locks the kernel holds across the copy. A
+ * writer that sleeps, unlike one that runs, holds them whenever another
+ * thread looks, however the threads are scheduled.
+ */
+struct t_stalled_writer {
+	int fd;
+	off_t off;
+	size_t len;
+	const void *data;
+	unsigned int delay_us;
+	/* Out: pwrite()s done, and the errno that stopped it early. */
+	unsigned long writes;
+	int error;
+	/* Private. */
+	int stop;
+	struct t_uffd_handler h;
+	pthread_t thr, hthr;
+};
+
+/* Start it; returns 0 once its first write has faulted, or -1. */
+int t_stalled_writer_start(struct t_stalled_writer *w);
+/* Stop and join it; returns 0, or 1 after printing what went wrong. */
+int t_stalled_writer_stop(struct t_stalled_writer *w);
 
 #endif

@@ -35,12 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <linux/userfaultfd.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -52,7 +48,6 @@
 
 static unsigned int writes_per_thread = 200;
 static int fd;
-static volatile int stop_contender;
 
 /* A random block of slice @slice. */
 static off_t slice_offset(unsigned int slice, unsigned int *seed)
@@ -61,102 +56,21 @@ static off_t slice_offset(unsigned int slice, unsigned int *seed)
 }
 
 /*
- * A plain pwrite(2) overwriter of the same file whose source buffer is
- * behind a userfaultfd: each of its 64 KiB writes faults every page in,
- * CONTENDER_FAULT_US apiece, inside the write. 6.12 holds XFS's
- * IOLOCK_EXCL (ext4: i_rwsem) across that copy, so io_uring writes that
- * try the lock meanwhile punt; the design lets blocking overwrites take
- * the lock shared and copy before locking any folio, so they must not.
- * 64 KiB is the largest write the design overwrites under the shared lock
- * (FILEMAP_LOCK_RANGE_MAX). Without the stall (plain 4 KiB and 64 KiB
- * writes) the lock was held so briefly that 6.12 XFS punted 2-3 of 200
- * writes and passed the bound by luck.
+ * A plain pwrite(2) overwriter of the same file (t_stalled_writer): 64 KiB
+ * writes whose copy sleeps in a userfault on its first page, about
+ * CONTENDER_FAULT_US. 6.12 holds XFS's IOLOCK_EXCL (ext4: i_rwsem) across
+ * that copy, so io_uring writes that try the lock meanwhile punt; the
+ * design lets blocking overwrites take the lock shared and copy before
+ * locking any folio, so they must not. 64 KiB is the largest write the
+ * design overwrites under the shared lock (FILEMAP_LOCK_RANGE_MAX). A
+ * contender that runs instead of sleeping holds the lock only when the
+ * scheduler happens to overlap the two threads: with plain 4 KiB and
+ * 64 KiB writes 6.12 XFS punted 2-3 of 200 writes in some runs. The
+ * stall is much shorter than a clock tick, so a punt on every stall
+ * exceeds the tick bound.
  */
 #define CONTENDER_LEN		(64 * 1024)
-#define CONTENDER_FAULT_US	100
-
-static int contender_error;
-/* Pages the contender has faulted in so far; writers start after one. */
-static int *contender_served;
-
-static void *contender(void *arg)
-{
-	unsigned int seed = (unsigned int)(unsigned long)arg;
-	struct t_uffd_handler h = { .delay_us = CONTENDER_FAULT_US, .stop_fd = -1 };
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
-	static unsigned char src[CONTENDER_LEN];
-	unsigned long writes = 0;
-	pthread_t thr;
-	off_t off;
-
-	memset(src, 0x22, sizeof(src));
-	h.src = src;
-	h.uffd = t_uffd_open();
-	if (h.uffd < 0) {
-		fprintf(stderr, "contender: userfaultfd: %s\n", strerror(-h.uffd));
-		contender_error = 1;
-		return NULL;
-	}
-	h.stop_fd = eventfd(0, EFD_CLOEXEC);
-	h.area = mmap(NULL, CONTENDER_LEN, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	reg.range.start = (unsigned long)h.area;
-	reg.range.len = CONTENDER_LEN;
-	if (h.stop_fd < 0 || h.area == MAP_FAILED ||
-	    ioctl(h.uffd, UFFDIO_REGISTER, &reg) ||
-	    pthread_create(&thr, NULL, t_uffd_serve, &h)) {
-		perror("contender: userfaultfd setup");
-		contender_error = 1;
-		goto out;
-	}
-	__atomic_store_n(&contender_served, &h.served, __ATOMIC_RELEASE);
-	while (!stop_contender && !h.error) {
-		/* Missing again: the next write faults in every page. */
-		madvise(h.area, CONTENDER_LEN, MADV_DONTNEED);
-		off = (off_t)(SLICES - 1) * SLICE +
-		      (off_t)(rand_r(&seed) % (SLICE / CONTENDER_LEN)) * CONTENDER_LEN;
-		if (pwrite(fd, h.area, CONTENDER_LEN, off) != CONTENDER_LEN) {
-			perror("contender pwrite");
-			contender_error = 1;
-			break;
-		}
-		writes++;
-	}
-	eventfd_write(h.stop_fd, 1);
-	pthread_join(thr, NULL);
-	__atomic_store_n(&contender_served, NULL, __ATOMIC_RELEASE);
-	if (h.error || !h.served) {
-		fprintf(stderr, "contender: fault handler: %s, %d pages served\n",
-			strerror(h.error), h.served);
-		contender_error = 1;
-	}
-	printf("contender: %lu stalled 64 KiB pwrites, %d pages faulted in\n",
-	       writes, h.served);
-out:
-	if (h.area != MAP_FAILED)
-		munmap(h.area, CONTENDER_LEN);
-	if (h.stop_fd >= 0)
-		close(h.stop_fd);
-	close(h.uffd);
-	return NULL;
-}
-
-/* Wait up to 10 s for the contender's first page fault to be served. */
-static int wait_contender(void)
-{
-	int *served, i;
-
-	for (i = 0; i < 10000; i++) {
-		served = __atomic_load_n(&contender_served, __ATOMIC_ACQUIRE);
-		if (served && __atomic_load_n(served, __ATOMIC_ACQUIRE) > 0)
-			return 0;
-		if (__atomic_load_n(&contender_error, __ATOMIC_ACQUIRE))
-			break;
-		usleep(1000);
-	}
-	fprintf(stderr, "the contender did not start writing\n");
-	return 1;
-}
+#define CONTENDER_FAULT_US	200
 
 struct worker {
 	pthread_t thread;
@@ -222,7 +136,12 @@ static void *writer(void *arg)
 static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 	       int with_contender, int lazytime, unsigned int *seed)
 {
-	pthread_t cont;
+	static unsigned char cbuf[CONTENDER_LEN];
+	struct t_stalled_writer cont = {
+		.fd = fd, .off = (off_t)(SLICES - 1) * SLICE,
+		.len = CONTENDER_LEN, .data = cbuf,
+		.delay_us = CONTENDER_FAULT_US,
+	};
 	struct worker w[4];
 	struct timespec t0, t1;
 	unsigned long not_inline = 0, total = 0;
@@ -235,20 +154,14 @@ static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 	if (t_punts_start())
 		return -1;
 	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
-	stop_contender = 0;
-	if (with_contender) {
-		pthread_create(&cont, NULL, contender, (void *)(unsigned long)rand_r(seed));
-		/*
-		 * Start the writers once the contender is inside a write, with
-		 * its first page faulted in and 15 to go: setting up the
-		 * userfaultfd takes longer than 200 writes under TCG.
-		 */
-		if (wait_contender()) {
-			stop_contender = 1;
-			pthread_join(cont, NULL);
-			return -1;
-		}
-	}
+	/*
+	 * The writers start once the contender has done its first stalled
+	 * write: setting up the userfaultfd takes longer than 200 writes
+	 * under TCG.
+	 */
+	memset(cbuf, 0x22, sizeof(cbuf));
+	if (with_contender && t_stalled_writer_start(&cont))
+		return -1;
 	for (i = 0; i < threads; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
 		w[i].qd = qd;
@@ -267,10 +180,8 @@ static int run(unsigned int threads, unsigned int qd, unsigned int ring_flags,
 		total += w[i].done;
 	}
 	if (with_contender) {
-		stop_contender = 1;
-		pthread_join(cont, NULL);
-		if (contender_error)
-			err = 1;
+		err |= t_stalled_writer_stop(&cont);
+		printf("contender: %lu stalled 64 KiB pwrites\n", cont.writes);
 	}
 	clock_gettime(CLOCK_REALTIME_COARSE, &t1);
 	punts = t_punts_read();

@@ -22,7 +22,8 @@
  *
  * A second part repeats 4 KiB NOWAIT overwrites while another thread keeps
  * overwriting a different 64 KiB range of the same file with blocking
- * pwrite(), as a database's other writers would. On 6.12 XFS that thread holds
+ * pwrite(), as a database's other writers would, each write sleeping
+ * briefly in a user fault on its source buffer. On 6.12 XFS that thread holds
  * IOLOCK_EXCL, so most NOWAIT writes fail; a writer that does not exclude
  * other overwriters lets them through. There, on a lazytime mount, no
  * NOWAIT write may fail; on other mounts the other writer's timestamp
@@ -49,14 +50,20 @@
 #define CONTENDED_WRITES	200
 #define CONTENDER_OFF	(512 * 1024)
 /*
- * The other writer's pwrite() size: 16 small folios, so that on 6.12 XFS it
- * holds IOLOCK_EXCL for most of its loop and the baseline's failure does
- * not rest on the two threads' timing (with 4 KiB writes it held the lock
- * so briefly that some baseline runs saw 3 -EAGAIN in 200 writes). It is
- * no larger than FILEMAP_LOCK_RANGE_MAX: a larger blocking write takes the
- * exclusive lock on the patched kernel too, by design.
+ * The other writer (t_stalled_writer): 64 KiB pwrite()s whose copy sleeps
+ * in a userfault on the first page of its source, about
+ * CONTENDER_FAULT_US, so that on 6.12 XFS it holds IOLOCK_EXCL whenever
+ * the NOWAIT writer looks, however the two threads are scheduled. A
+ * writer that runs instead of sleeping did not: with 4 KiB writes one
+ * baseline run saw 3 -EAGAIN in 200 writes, with 64 KiB writes one saw
+ * 2 in 200 (2026-12-04) and others failed at once. The stall is much
+ * shorter than a clock tick, so an -EAGAIN at every stall exceeds the
+ * one-per-tick allowance. 64 KiB is FILEMAP_LOCK_RANGE_MAX: a larger
+ * blocking write takes the exclusive lock on the patched kernel too, by
+ * design.
  */
-#define CONTENDER_LEN	(64 * 1024)
+#define CONTENDER_LEN		(64 * 1024)
+#define CONTENDER_FAULT_US	200
 
 static const struct range {
 	const char *name;
@@ -195,46 +202,22 @@ static int test_method(int fd, enum method m)
 	return 0;
 }
 
-struct contender {
-	int fd;
-	volatile int stop;
-	unsigned long writes;
-	int error;
-};
-
-/* Blocking CONTENDER_LEN overwrites at CONTENDER_OFF until told to stop. */
-static void *contender_fn(void *arg)
-{
-	struct contender *c = arg;
-	static unsigned char buf[CONTENDER_LEN];
-
-	memcpy(buf, image + CONTENDER_OFF, sizeof(buf));
-	while (!c->stop) {
-		if (pwrite(c->fd, buf, sizeof(buf), CONTENDER_OFF) != sizeof(buf)) {
-			c->error = errno ? errno : EIO;
-			break;
-		}
-		c->writes++;
-	}
-	return NULL;
-}
-
 static int test_contended(int fd, enum method m)
 {
 	const struct range r = { "4KiB-contended", 8192, 4096 };
 	unsigned int i, ok = 0, eagain = 0, gen = 1000 * (m + 1);
 	const char *mn = method_name[m];
-	struct contender c = { .fd = fd };
+	struct t_stalled_writer c = {
+		.fd = fd, .off = CONTENDER_OFF, .len = CONTENDER_LEN,
+		.data = image + CONTENDER_OFF, .delay_us = CONTENDER_FAULT_US,
+	};
 	struct timespec t0, t1;
-	pthread_t thr;
 	long ticks = 0;
 	int ret, failed = 0;
 
-	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
-	if (pthread_create(&thr, NULL, contender_fn, &c)) {
-		perror("pthread_create");
+	if (t_stalled_writer_start(&c))
 		return 1;
-	}
+	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
 	for (i = 0; i < CONTENDED_WRITES && !failed; i++) {
 		t_fill_pattern(wbuf, r.len, r.off, ++gen);
 		ret = do_write(m, fd, r.len, r.off, RWF_NOWAIT);
@@ -270,12 +253,7 @@ static int test_contended(int fd, enum method m)
 		if (check_range(fd, &r, mn))
 			failed = 1;
 	}
-	c.stop = 1;
-	pthread_join(thr, NULL);
-	if (c.error) {
-		fprintf(stderr, "contender pwrite: %s\n", strerror(c.error));
-		failed = 1;
-	}
+	failed |= t_stalled_writer_stop(&c);
 	clock_gettime(CLOCK_REALTIME_COARSE, &t1);
 	printf("%s contended: %u NOWAIT overwrites completed, %u -EAGAIN in %ld clock ticks, contender wrote %lu times\n",
 	       mn, ok, eagain, t_ticks_between(&t0, &t1), c.writes);
