@@ -23,9 +23,11 @@
  * A second part repeats 4 KiB NOWAIT overwrites while another thread keeps
  * overwriting a different 64 KiB range of the same file with blocking
  * pwrite(), as a database's other writers would, each write sleeping
- * briefly in a user fault on its source buffer. On 6.12 XFS that thread holds
- * IOLOCK_EXCL, so most NOWAIT writes fail; a writer that does not exclude
- * other overwriters lets them through. There, on a lazytime mount, no
+ * briefly in a user fault on its source buffer. On 6.12 XFS that thread
+ * holds IOLOCK_EXCL, so NOWAIT writes that meet it fail (how often, on a
+ * default mount, is up to the scheduler under TCG: see the expectations);
+ * a writer that does not exclude other overwriters lets them through.
+ * There, on a lazytime mount, no
  * NOWAIT write may fail; on other mounts the other writer's timestamp
  * update is a transaction once per clock tick, which can make a NOWAIT
  * write fail even when the times it saw were current, so at most one
