@@ -12,7 +12,16 @@ FLAVOURS="baseline patched debug"
 # Built and booted only when asked for by name: the series plus the
 # deliberately wrong patches in kernel/broken/, which the tests must catch
 # (vm/test-the-tests).
-EXTRA_FLAVOURS="broken"
+EXTRA_FLAVOURS="broken broken-tear"
+
+# The deliberately wrong patch of each broken flavour (a glob in
+# kernel/broken/).
+broken_patch() {
+	case "$1" in
+	broken) echo "0001-*.patch" ;;	# dirties only the first folio
+	broken-tear) echo "0002-*.patch" ;;	# locks each folio only for its copy
+	esac
+}
 PROG=$(basename "$0")
 
 die() {
