@@ -37,6 +37,9 @@ int t_create_file(const char *tag, int flags, char *path_out, size_t path_len);
 /* Sleep until CLOCK_REALTIME_COARSE (what inode timestamps use) ticks. */
 void t_next_tick(void);
 
+/* Whether timespec @a is before @b. */
+int t_ts_before(const struct timespec *a, const struct timespec *b);
+
 /* Coarse clock ticks (CLOCK_REALTIME_COARSE resolution) from @a to @b. */
 long t_ticks_between(const struct timespec *a, const struct timespec *b);
 
@@ -298,6 +301,12 @@ struct t_stalled_writer {
 	/* Out: pwrite()s done, and the errno that stopped it early. */
 	unsigned long writes;
 	int error;
+	/*
+	 * Out, read while it runs: nonzero while a pwrite() is in progress
+	 * that began with the file's c/mtime older than the coarse clock,
+	 * i.e. one that may be logging a timestamp update.
+	 */
+	int updating;
 	/* Private. */
 	int stop;
 	struct t_uffd_handler h;
