@@ -4,10 +4,10 @@
  *		a file so every block is allocated and cached, then worker
  *		threads, each with its own ring, keep QD overwrites (and,
  *		with -r, reads) in flight against it. Reports submission and
- *		completion latency percentiles, IOPS, the writes io_uring
- *		punted to io-wq (io_uring_queue_async_work tracepoint), the
- *		io-wq workers created, CPU time and context switches per
- *		write, as one JSON object on stdout.
+ *		completion latency percentiles, IOPS, the writes and reads
+ *		io_uring punted to io-wq (io_uring_queue_async_work
+ *		tracepoint, by opcode), the io-wq workers created, CPU time
+ *		and context switches per write, as one JSON object on stdout.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -52,6 +52,10 @@ struct opts {
 	int nowait;
 	int retry;
 	int per_file;
+	int fixed_file;		/* -F: registered file */
+	int fixed_bufs;		/* -B: registered buffers */
+	uint64_t seed;
+	int seed_set;
 };
 
 static struct opts o = {
@@ -63,12 +67,12 @@ static struct opts o = {
 };
 
 /*
- * Latency histogram: bucket 0 is below 64 ns, then 4 buckets per power
- * of two up to 2^34 ns (17 s), then one overflow bucket.
+ * Latency histogram: bucket 0 is below 64 ns, then 64 buckets per power
+ * of two (as fio) up to 2^34 ns (17 s), then one overflow bucket.
  */
 #define H_MIN_SHIFT	6
 #define H_MAX_SHIFT	34
-#define H_SUB_SHIFT	2
+#define H_SUB_SHIFT	6
 #define H_SUB		(1 << H_SUB_SHIFT)
 #define H_NR		(2 + (H_MAX_SHIFT - H_MIN_SHIFT) * H_SUB)
 
@@ -153,7 +157,7 @@ static uint64_t hist_pct(const struct hist *h, double p)
 	return up < h->max ? up : h->max;
 }
 
-/* One file the workers share (or, with -F, one per worker). */
+/* One file the workers share (or, with -P, one per worker). */
 struct bfile {
 	int fd;
 	char path[PATH_MAX];
@@ -182,6 +186,9 @@ struct worker {
 	uint64_t wcur, rcur;	/* -S: next block to write and to read */
 	unsigned long w_issued;
 	struct opstats w, r;
+	/* io_uring_submit() calls and the SQEs they carried */
+	uint64_t calls, sqes, max_batch;
+	struct hist call;		/* one sample per call */
 	_Atomic uint64_t w_done, r_done;	/* for the status line */
 	uint64_t t_end;
 	int failed;
@@ -206,9 +213,13 @@ static void usage(FILE *out, const char *prog)
 		"usage: %s [options]\n"
 		"Worker threads, each with its own ring, overwrite a cached, allocated file\n"
 		"and report latency percentiles, IOPS and io-wq punts as one JSON object.\n"
-		"  -f PATH    file to overwrite; with -F the prefix of PATH.0, PATH.1, ...\n"
+		"  -f PATH    file to overwrite; with -P the prefix of PATH.0, PATH.1, ...\n"
 		"             (default: $TEST_DIR/bench-file = %s)\n"
-		"  -F         a file per writer instead of one shared file\n"
+		"  -P         a file per writer instead of one shared file\n"
+		"  -F         registered file (IOSQE_FIXED_FILE), as fio's t/io_uring -F\n"
+		"  -B         registered buffers (READ_FIXED/WRITE_FIXED), as t/io_uring -B\n"
+		"  --seed N   seed of the offsets and the read/write choice (default: from\n"
+		"             the clock; printed in the JSON either way)\n"
 		"  -s BYTES   file size, K/M/G suffixes; with -A the size at which the file\n"
 		"             is truncated back to 0 (default: %llu)\n"
 		"  -b BYTES   write (and read) size (default: %u)\n"
@@ -475,9 +486,17 @@ static void op_done(struct worker *w, struct slot *s, int res, uint64_t now)
 		append_done(w->f, res > 0 ? s->off + res : 0);
 }
 
-static int setup_ring(struct worker *w, struct io_uring *ring)
+/* What the kernel's io_uring offers, from worker 0's ring (for the JSON). */
+static uint32_t ring_features;
+static int probe_last_op = -1, probe_ops = -1;
+
+static int setup_ring(struct worker *w, struct io_uring *ring,
+		      struct slot *slots, size_t bufsz)
 {
 	struct io_uring_params p;
+	struct io_uring_probe *probe;
+	struct iovec *iov;
+	unsigned int i;
 	int ret;
 
 	memset(&p, 0, sizeof(p));
@@ -488,10 +507,72 @@ static int setup_ring(struct worker *w, struct io_uring *ring)
 		p.sq_thread_idle = 1000;
 	}
 	ret = io_uring_queue_init_params(o.qd, ring, &p);
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "worker %u: io_uring_queue_init_params(%s): %s\n",
 			w->id, ring_names[o.ring], strerror(-ret));
+		return ret;
+	}
+	if (w->id == 0) {
+		ring_features = p.features;
+		probe = io_uring_get_probe_ring(ring);
+		if (probe) {
+			probe_last_op = probe->last_op;
+			probe_ops = 0;
+			for (i = 0; i <= probe->last_op && i < probe->ops_len; i++)
+				probe_ops += !!(probe->ops[i].flags & IO_URING_OP_SUPPORTED);
+			io_uring_free_probe(probe);
+		}
+	}
+	if (o.fixed_file) {
+		ret = io_uring_register_files(ring, &w->f->fd, 1);
+		if (ret) {
+			fprintf(stderr, "worker %u: io_uring_register_files: %s\n",
+				w->id, strerror(-ret));
+			goto fail;
+		}
+	}
+	if (o.fixed_bufs) {
+		iov = calloc(o.qd, sizeof(*iov));
+		if (!iov) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		for (i = 0; i < o.qd; i++) {
+			iov[i].iov_base = slots[i].buf;
+			iov[i].iov_len = bufsz;
+		}
+		ret = io_uring_register_buffers(ring, iov, o.qd);
+		free(iov);
+		if (ret) {
+			fprintf(stderr, "worker %u: io_uring_register_buffers: %s\n",
+				w->id, strerror(-ret));
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	io_uring_queue_exit(ring);
 	return ret;
+}
+
+/* A read or write of slot @idx into @sqe, with -F and -B as asked. */
+static void prep_rw(struct io_uring_sqe *sqe, struct worker *w,
+		    struct slot *slots, unsigned int idx, int is_read)
+{
+	struct slot *s = &slots[idx];
+	int fd = o.fixed_file ? 0 : w->f->fd;
+
+	if (o.fixed_bufs && is_read)
+		io_uring_prep_read_fixed(sqe, fd, s->buf, o.bs, s->off, idx);
+	else if (o.fixed_bufs)
+		io_uring_prep_write_fixed(sqe, fd, s->buf, o.bs, s->off, idx);
+	else if (is_read)
+		io_uring_prep_read(sqe, fd, s->buf, o.bs, s->off);
+	else
+		io_uring_prep_write(sqe, fd, s->buf, o.bs, s->off);
+	if (o.fixed_file)
+		sqe->flags |= IOSQE_FIXED_FILE;
+	sqe->user_data = idx;
 }
 
 static void uring_loop(struct worker *w, struct io_uring *ring,
@@ -502,7 +583,7 @@ static void uring_loop(struct worker *w, struct io_uring *ring,
 	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
 	uint64_t t0, t1, now;
-	int ret, issuing;
+	int ret, issuing, has_read, has_write;
 
 	freel = calloc(3 * o.qd, sizeof(*freel));
 	if (!freel) {
@@ -520,9 +601,7 @@ static void uring_loop(struct worker *w, struct io_uring *ring,
 		while (nretry && io_uring_sq_space_left(ring)) {
 			idx = retryq[--nretry];
 			sqe = io_uring_get_sqe(ring);
-			io_uring_prep_write(sqe, w->f->fd, slots[idx].buf, o.bs,
-					    slots[idx].off);
-			sqe->user_data = idx;
+			prep_rw(sqe, w, slots, idx, 0);
 			pend[npend++] = idx;
 		}
 		while (issuing && nfree && io_uring_sq_space_left(ring)) {
@@ -532,13 +611,9 @@ static void uring_loop(struct worker *w, struct io_uring *ring,
 				break;
 			idx = freel[--nfree];
 			sqe = io_uring_get_sqe(ring);
-			if (s->is_read)
-				io_uring_prep_read(sqe, w->f->fd, s->buf, o.bs, s->off);
-			else
-				io_uring_prep_write(sqe, w->f->fd, s->buf, o.bs, s->off);
+			prep_rw(sqe, w, slots, idx, s->is_read);
 			if (s->nowait)
 				sqe->rw_flags = RWF_NOWAIT;
-			sqe->user_data = idx;
 			s->start = 0;
 			pend[npend++] = idx;
 			outstanding++;
@@ -557,13 +632,26 @@ static void uring_loop(struct worker *w, struct io_uring *ring,
 				w->failed = 1;
 				break;
 			}
-			/* the batch's time, shared out among its sqes */
+			/*
+			 * One sample per call, whatever its batch size, in
+			 * the histogram of each kind of op the batch carried.
+			 */
+			has_read = has_write = 0;
 			for (i = 0; i < (unsigned int)ret && i < npend; i++) {
-				struct slot *s = &slots[pend[i]];
-
-				hist_add(s->is_read ? &w->r.sub : &w->w.sub,
-					 (t1 - t0) / ret);
+				if (slots[pend[i]].is_read)
+					has_read = 1;
+				else
+					has_write = 1;
 			}
+			hist_add(&w->call, t1 - t0);
+			if (has_write)
+				hist_add(&w->w.sub, t1 - t0);
+			if (has_read)
+				hist_add(&w->r.sub, t1 - t0);
+			w->calls++;
+			w->sqes += ret;
+			if ((uint64_t)ret > w->max_batch)
+				w->max_batch = ret;
 			if ((unsigned int)ret < npend)
 				memmove(pend, pend + ret,
 					(npend - ret) * sizeof(*pend));
@@ -689,7 +777,7 @@ static void *worker_fn(void *arg)
 			t_fill_pattern(slots[i].buf, o.bs, 0, w->id + 1);
 		}
 		if (o.mode != M_PSYNC) {
-			if (setup_ring(w, &ring))
+			if (setup_ring(w, &ring, slots, bufsz))
 				w->failed = 1;
 			else
 				ring_up = 1;
@@ -845,17 +933,21 @@ static void json_notes(void)
 		  "psync: the time of the pread/pwrite/pwritev2 syscall, one "
 		  "sample per syscall (-R retries add theirs)" :
 		  "time inside io_uring_submit() (io_uring_enter, unless "
-		  "SQPOLL needs no wakeup); a batch of n sqes adds n samples "
-		  "of its time / n; -R retries add theirs" },
+		  "SQPOLL needs no wakeup), one sample per call, whatever "
+		  "its batch size: write.submit_lat_ns holds the calls that "
+		  "carried a write, read.submit_lat_ns those that carried a "
+		  "read, submit_calls all calls with their batch sizes; -R "
+		  "retries add theirs" },
 		{ "complete_lat", o.mode == M_PSYNC ?
 		  "psync: the syscall time of the op (with -R both syscalls)" :
 		  "from just before the io_uring_submit() that carried the op "
 		  "to its CQE being reaped; with -R from the first submission "
 		  "to the final CQE" },
 		{ "percentiles",
-		  "log histogram, 4 buckets per power of two from 64 ns to "
-		  "17 s, merged over threads; a percentile is the largest "
-		  "value its bucket holds (at most 25% high), capped at max" },
+		  "log histogram, 64 buckets per power of two (as fio) from "
+		  "64 ns to 17 s, merged over threads; a percentile is the "
+		  "largest value its bucket holds (at most 1.6% high), capped "
+		  "at max" },
 		{ "ops",
 		  "completed ops; RWF_NOWAIT writes refused (eagain, "
 		  "eopnotsupp) and not retried count as ops, not as errors; "
@@ -863,7 +955,10 @@ static void json_notes(void)
 		  "elapsed_s, from go to the last worker done" },
 		{ "punts",
 		  "hits of io_uring:io_uring_queue_async_work over the run, "
-		  "system-wide (hist trigger); -1 without tracefs or hist "
+		  "system-wide, keyed by opcode (hist trigger): punts_write "
+		  "counts WRITE, WRITE_FIXED and WRITEV, punts_read READ, "
+		  "READ_FIXED and READV, and the per-1000 rates divide those "
+		  "by the writes and the reads; -1 without tracefs or hist "
 		  "triggers" },
 		{ "cpu",
 		  "getrusage(RUSAGE_SELF) over the run (workers, io-wq and "
@@ -883,6 +978,7 @@ int main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "seed", required_argument, NULL, 'Z' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static char default_path[PATH_MAX];
@@ -895,6 +991,10 @@ int main(int argc, char *argv[])
 	struct worker *ws;
 	unsigned long truncations = 0;
 	long punts0 = -1, punts = -1, p;
+	static long by_op0[256], by_op[256];
+	long punts_w = -1, punts_r = -1;
+	uint64_t calls = 0, sqes = 0, max_batch = 0;
+	struct hist call_all;
 	double secs, cpu_user, cpu_sys, cpu;
 	long nvcsw;
 	struct utsname uts;
@@ -903,11 +1003,17 @@ int main(int argc, char *argv[])
 
 	snprintf(default_path, sizeof(default_path), "%s/bench-file", t_test_dir());
 	o.path = default_path;
-	while ((c = getopt_long(argc, argv, "f:Fs:b:t:n:T:q:r:m:k:SANRh",
+	while ((c = getopt_long(argc, argv, "f:PFBs:b:t:n:T:q:r:m:k:SANRh",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': o.path = optarg; break;
-		case 'F': o.per_file = 1; break;
+		case 'P': o.per_file = 1; break;
+		case 'F': o.fixed_file = 1; break;
+		case 'B': o.fixed_bufs = 1; break;
+		case 'Z':
+			o.seed = parse_num(optarg, "--seed", 0, ULONG_MAX);
+			o.seed_set = 1;
+			break;
 		case 's': o.size = parse_size(optarg); break;
 		case 'b': o.bs = parse_size(optarg); break;
 		case 't': o.threads = parse_num(optarg, "-t", 1, 1024); break;
@@ -945,8 +1051,14 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "-m uring-direct needs -b a multiple of 512\n");
 		return 2;
 	}
+	if (o.mode == M_PSYNC && (o.fixed_file || o.fixed_bufs)) {
+		fprintf(stderr, "-F and -B need an io_uring mode (-m uring or uring-direct)\n");
+		return 2;
+	}
 	if (o.mode == M_PSYNC)
 		o.qd = 1;
+	if (!o.seed_set)
+		o.seed = t_now_ns() ^ ((uint64_t)getpid() << 20);
 
 	nfiles = o.per_file ? o.threads : 1;
 	files = calloc(nfiles, sizeof(*files));
@@ -971,7 +1083,7 @@ int main(int argc, char *argv[])
 
 		w->id = i;
 		w->f = &files[o.per_file ? i : 0];
-		w->rnd = (t_now_ns() ^ ((uint64_t)getpid() << 20)) * 2654435761ULL + i;
+		w->rnd = o.seed * 2654435761ULL + i;
 		if (!w->rnd)
 			w->rnd = i + 1;
 		w->blocks = o.size / o.bs;
@@ -988,7 +1100,7 @@ int main(int argc, char *argv[])
 	if (failed)
 		atomic_store(&abort_run, 1);
 	else if (!t_punts_start())
-		punts0 = t_punts_read();
+		punts0 = t_punts_read_ops(by_op0);
 	tasks_scan(&tasks, 1);
 	getrusage(RUSAGE_SELF, &ru0);
 	getrusage(RUSAGE_THREAD, &mt0);
@@ -1030,8 +1142,12 @@ int main(int argc, char *argv[])
 	getrusage(RUSAGE_SELF, &ru1);
 	getrusage(RUSAGE_THREAD, &mt1);
 	if (punts0 >= 0) {
-		punts = t_punts_read();
-		punts = punts >= 0 ? punts - punts0 : -1;
+		punts = t_punts_read_ops(by_op);
+		if (punts >= 0) {
+			punts -= punts0;
+			for (i = 0; i < 256; i++)
+				by_op[i] -= by_op0[i];
+		}
 		t_punts_stop();
 	}
 	pthread_barrier_wait(&barrier);		/* measured */
@@ -1052,6 +1168,20 @@ int main(int argc, char *argv[])
 
 	memset(&w_all, 0, sizeof(w_all));
 	memset(&r_all, 0, sizeof(r_all));
+	memset(&call_all, 0, sizeof(call_all));
+	for (i = 0; i < o.threads; i++) {
+		hist_merge(&call_all, &ws[i].call);
+		calls += ws[i].calls;
+		sqes += ws[i].sqes;
+		if (ws[i].max_batch > max_batch)
+			max_batch = ws[i].max_batch;
+	}
+	if (punts >= 0) {
+		punts_w = by_op[IORING_OP_WRITE] + by_op[IORING_OP_WRITE_FIXED] +
+			  by_op[IORING_OP_WRITEV];
+		punts_r = by_op[IORING_OP_READ] + by_op[IORING_OP_READ_FIXED] +
+			  by_op[IORING_OP_READV];
+	}
 	for (i = 0; i < o.threads; i++) {
 		struct opstats *src[2] = { &ws[i].w, &ws[i].r };
 		struct opstats *dst[2] = { &w_all, &r_all };
@@ -1105,9 +1235,17 @@ int main(int argc, char *argv[])
 	else
 		printf("%lu", o.writes);
 	printf(", \"read_pct\": %u, \"pattern\": \"%s\", \"nowait\": %s, "
-	       "\"nowait_retry\": %s}, ",
+	       "\"nowait_retry\": %s, \"fixed_file\": %s, \"fixed_bufs\": %s, "
+	       "\"seed\": %" PRIu64 "}, ",
 	       o.read_pct, pattern_names[o.pattern], o.nowait ? "true" : "false",
-	       o.retry ? "true" : "false");
+	       o.retry ? "true" : "false", o.fixed_file ? "true" : "false",
+	       o.fixed_bufs ? "true" : "false", o.seed);
+	if (o.mode == M_PSYNC)
+		printf("\"io_uring\": null, ");
+	else
+		printf("\"io_uring\": {\"features\": \"0x%x\", \"probe_last_op\": %d, "
+		       "\"probe_ops_supported\": %d}, ",
+		       ring_features, probe_last_op, probe_ops);
 	printf("\"elapsed_s\": %.6f, ", secs);
 	json_ops("write", &w_all, secs);
 	printf(", ");
@@ -1116,9 +1254,26 @@ int main(int argc, char *argv[])
 	       w_all.ops + r_all.ops,
 	       secs > 0 ? (w_all.ok + w_all.shorts + r_all.ok + r_all.shorts) / secs : 0.0,
 	       secs > 0 ? (w_all.bytes + r_all.bytes) / secs / (1 << 20) : 0.0);
-	printf(", \"punts\": %ld, \"punts_per_1000_writes\": ", punts);
-	if (punts >= 0 && w_all.ops)
-		printf("%.2f", punts * 1000.0 / w_all.ops);
+	if (o.mode != M_PSYNC) {
+		printf(", \"submit_calls\": {\"calls\": %" PRIu64 ", \"sqes\": %" PRIu64
+		       ", \"mean_batch\": %.2f, \"max_batch\": %" PRIu64 ", ",
+		       calls, sqes, calls ? (double)sqes / calls : 0.0, max_batch);
+		json_hist("lat_ns", &call_all);
+		printf("}");
+	}
+	printf(", \"punts\": %ld, \"punts_write\": %ld, \"punts_read\": %ld, "
+	       "\"punts_by_opcode\": {", punts, punts_w, punts_r);
+	for (i = 0, c = 0; punts >= 0 && i < 256; i++)
+		if (by_op[i])
+			printf("%s\"%u\": %ld", c++ ? ", " : "", i, by_op[i]);
+	printf("}, \"punts_per_1000_writes\": ");
+	if (punts_w >= 0 && w_all.ops)
+		printf("%.2f", punts_w * 1000.0 / w_all.ops);
+	else
+		printf("null");
+	printf(", \"punts_per_1000_reads\": ");
+	if (punts_r >= 0 && r_all.ops)
+		printf("%.2f", punts_r * 1000.0 / r_all.ops);
 	else
 		printf("null");
 	printf(", \"io_wq_workers\": {\"created\": %u, \"max_concurrent\": %u, "

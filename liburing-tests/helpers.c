@@ -368,6 +368,30 @@ long t_punts_read(void)
 	return hits;
 }
 
+long t_punts_read_ops(long by_op[256])
+{
+	char line[256];
+	long total = 0, n;
+	unsigned int op;
+	FILE *f;
+
+	memset(by_op, 0, 256 * sizeof(*by_op));
+	f = fopen(PUNT_EVENT "/hist", "r");
+	if (!f) {
+		perror("open " PUNT_EVENT "/hist");
+		return -1;
+	}
+	/* One line per key: "{ opcode:         23 } hitcount:          5" */
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " { opcode: %u } hitcount: %ld", &op, &n) == 2 &&
+		    op < 256) {
+			by_op[op] += n;
+			total += n;
+		}
+	fclose(f);
+	return total;
+}
+
 void t_punts_stop(void)
 {
 	t_write_str(PUNT_EVENT "/trigger", "!" PUNT_TRIGGER);

@@ -130,6 +130,11 @@ int t_uring_batch(struct io_uring *ring, unsigned int nr, const char *who,
 int t_punts_start(void);
 long t_punts_read(void);
 void t_punts_stop(void);
+/*
+ * The same hits by io_uring opcode: @by_op[op] for op < 256. Returns the
+ * total, or -1 (and prints why) when the hist file cannot be read.
+ */
+long t_punts_read_ops(long by_op[256]);
 
 /*
  * Fallback tests: writes the inline fast path must not take, issued four
