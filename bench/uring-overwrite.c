@@ -29,11 +29,11 @@
 
 #include "helpers.h"
 
-enum mode { M_URING, M_PSYNC, M_URING_DIRECT, M_NR };
+enum mode { M_URING, M_PSYNC, M_URING_DIRECT, M_MEMCPY, M_NR };
 enum ring_kind { R_DEFAULT, R_DEFER, R_SQPOLL, R_NR };
 enum pattern { P_RANDOM, P_SEQUENTIAL, P_APPEND };
 
-static const char *const mode_names[M_NR] = { "uring", "psync", "uring-direct" };
+static const char *const mode_names[M_NR] = { "uring", "psync", "uring-direct", "memcpy" };
 static const char *const ring_names[R_NR] = { "default", "defer", "sqpoll" };
 static const char *const pattern_names[] = { "random", "sequential", "append" };
 
@@ -57,6 +57,9 @@ struct opts {
 	uint64_t seed;
 	int seed_set;
 };
+
+/* -m memcpy: the in-memory stand-in for the file, shared by the workers. */
+static char *memarea;
 
 static struct opts o = {
 	.size = 64ULL << 20,
@@ -207,6 +210,12 @@ static pthread_barrier_t barrier;
 static _Atomic int stop, abort_run;
 static _Atomic unsigned int nr_finished;
 
+/* Whether the ops go through an io_uring ring. */
+static int ring_mode(void)
+{
+	return o.mode == M_URING || o.mode == M_URING_DIRECT;
+}
+
 static void usage(FILE *out, const char *prog)
 {
 	fprintf(out,
@@ -230,7 +239,9 @@ static void usage(FILE *out, const char *prog)
 		"  -r PCT     PCT percent of the ops are reads of -b bytes (default: %u;\n"
 		"             100 only with -T)\n"
 		"  -m MODE    uring: buffered io_uring reads/writes; psync: pread/pwrite,\n"
-		"             no ring; uring-direct: io_uring with O_DIRECT (default: %s)\n"
+		"             no ring; uring-direct: io_uring with O_DIRECT; memcpy: no\n"
+		"             syscall, a memcpy() into an in-memory copy of the file, the\n"
+		"             floor of a cached overwrite (default: %s)\n"
 		"  -k RING    default; defer: SINGLE_ISSUER|DEFER_TASKRUN; sqpoll: SQPOLL\n"
 		"             (default: %s)\n"
 		"  -S         sequential offsets (each writer from its own start) instead\n"
@@ -726,7 +737,15 @@ static void psync_loop(struct worker *w, struct slot *s)
 		}
 		t0 = t_now_ns();
 		s->start = t0;
-		if (s->is_read)
+		if (o.mode == M_MEMCPY) {
+			if (s->is_read)
+				memcpy(s->buf, memarea + s->off, o.bs);
+			else
+				memcpy(memarea + s->off, s->buf, o.bs);
+			/* keep the copy: the compiler may not drop it */
+			__asm__ __volatile__("" : : "r"(memarea) : "memory");
+			ret = o.bs;
+		} else if (s->is_read)
 			ret = pread(w->f->fd, s->buf, o.bs, s->off);
 		else if (s->nowait)
 			ret = pwritev2(w->f->fd, &iov, 1, s->off, RWF_NOWAIT);
@@ -757,7 +776,7 @@ static void psync_loop(struct worker *w, struct slot *s)
 static void *worker_fn(void *arg)
 {
 	struct worker *w = arg;
-	unsigned int nslots = o.mode == M_PSYNC ? 1 : o.qd, i;
+	unsigned int nslots = !ring_mode() ? 1 : o.qd, i;
 	size_t bufsz = (o.bs + 4095) & ~(size_t)4095;
 	struct io_uring ring;
 	struct slot *slots;
@@ -776,7 +795,7 @@ static void *worker_fn(void *arg)
 			slots[i].buf = bufs + i * bufsz;
 			t_fill_pattern(slots[i].buf, o.bs, 0, w->id + 1);
 		}
-		if (o.mode != M_PSYNC) {
+		if (ring_mode()) {
 			if (setup_ring(w, &ring, slots, bufsz))
 				w->failed = 1;
 			else
@@ -786,7 +805,7 @@ static void *worker_fn(void *arg)
 	pthread_barrier_wait(&barrier);		/* set up */
 	pthread_barrier_wait(&barrier);		/* go */
 	if (!w->failed && !atomic_load(&abort_run)) {
-		if (o.mode == M_PSYNC)
+		if (!ring_mode())
 			psync_loop(w, slots);
 		else
 			uring_loop(w, &ring, slots);
@@ -929,7 +948,11 @@ static void json_ops(const char *name, const struct opstats *st, double secs)
 static void json_notes(void)
 {
 	const char *notes[][2] = {
-		{ "submit_lat", o.mode == M_PSYNC ?
+		{ "submit_lat", o.mode == M_MEMCPY ?
+		  "memcpy: the time of one memcpy() of the op's bytes into "
+		  "(or, for reads, out of) an in-memory copy of the file: "
+		  "the floor a cached overwrite's copy sets, no syscall" :
+		  o.mode == M_PSYNC ?
 		  "psync: the time of the pread/pwrite/pwritev2 syscall, one "
 		  "sample per syscall (-R retries add theirs)" :
 		  "time inside io_uring_submit() (io_uring_enter, unless "
@@ -938,8 +961,8 @@ static void json_notes(void)
 		  "carried a write, read.submit_lat_ns those that carried a "
 		  "read, submit_calls all calls with their batch sizes; -R "
 		  "retries add theirs" },
-		{ "complete_lat", o.mode == M_PSYNC ?
-		  "psync: the syscall time of the op (with -R both syscalls)" :
+		{ "complete_lat", !ring_mode() ?
+		  "psync, memcpy: the time of the op (with -R both syscalls)" :
 		  "from just before the io_uring_submit() that carried the op "
 		  "to its CQE being reaped; with -R from the first submission "
 		  "to the final CQE" },
@@ -1051,12 +1074,16 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "-m uring-direct needs -b a multiple of 512\n");
 		return 2;
 	}
-	if (o.mode == M_PSYNC && (o.fixed_file || o.fixed_bufs)) {
+	if (!ring_mode() && (o.fixed_file || o.fixed_bufs)) {
 		fprintf(stderr, "-F and -B need an io_uring mode (-m uring or uring-direct)\n");
 		return 2;
 	}
-	if (o.mode == M_PSYNC)
+	if (!ring_mode())
 		o.qd = 1;
+	if (o.mode == M_MEMCPY && (o.nowait || o.pattern == P_APPEND)) {
+		fprintf(stderr, "-m memcpy takes neither -N nor -A\n");
+		return 2;
+	}
 	if (!o.seed_set)
 		o.seed = t_now_ns() ^ ((uint64_t)getpid() << 20);
 
@@ -1075,6 +1102,14 @@ int main(int argc, char *argv[])
 			snprintf(files[i].path, sizeof(files[i].path), "%s", o.path);
 		if (open_file(&files[i]))
 			return 1;
+	}
+	if (o.mode == M_MEMCPY) {
+		memarea = aligned_alloc(4096, (o.size + 4095) & ~4095ULL);
+		if (!memarea) {
+			fprintf(stderr, "out of memory for the -m memcpy area\n");
+			return 1;
+		}
+		memset(memarea, 0x5a, o.size);
 	}
 
 	pthread_barrier_init(&barrier, NULL, o.threads + 1);
@@ -1228,7 +1263,7 @@ int main(int argc, char *argv[])
 	       "\"ring\": \"%s\", \"threads\": %u, \"qd\": %u, \"bs\": %u, "
 	       "\"size\": %llu, \"runtime_s\": %u, \"writes_per_writer\": ",
 	       o.per_file ? "true" : "false", nfiles, mode_names[o.mode],
-	       o.mode == M_PSYNC ? "none" : ring_names[o.ring], o.threads,
+	       !ring_mode() ? "none" : ring_names[o.ring], o.threads,
 	       o.qd, o.bs, o.size, o.runtime);
 	if (o.runtime)
 		printf("null");
@@ -1240,7 +1275,7 @@ int main(int argc, char *argv[])
 	       o.read_pct, pattern_names[o.pattern], o.nowait ? "true" : "false",
 	       o.retry ? "true" : "false", o.fixed_file ? "true" : "false",
 	       o.fixed_bufs ? "true" : "false", o.seed);
-	if (o.mode == M_PSYNC)
+	if (!ring_mode())
 		printf("\"io_uring\": null, ");
 	else
 		printf("\"io_uring\": {\"features\": \"0x%x\", \"probe_last_op\": %d, "
@@ -1254,7 +1289,7 @@ int main(int argc, char *argv[])
 	       w_all.ops + r_all.ops,
 	       secs > 0 ? (w_all.ok + w_all.shorts + r_all.ok + r_all.shorts) / secs : 0.0,
 	       secs > 0 ? (w_all.bytes + r_all.bytes) / secs / (1 << 20) : 0.0);
-	if (o.mode != M_PSYNC) {
+	if (ring_mode()) {
 		printf(", \"submit_calls\": {\"calls\": %" PRIu64 ", \"sqes\": %" PRIu64
 		       ", \"mean_batch\": %.2f, \"max_batch\": %" PRIu64 ", ",
 		       calls, sqes, calls ? (double)sqes / calls : 0.0, max_batch);
