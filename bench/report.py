@@ -1,22 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Turn the benchmark output of vm/report into docs/results.md.
+"""Turn the JSON Lines of vm/report's rounds into docs/results.md.
 
-usage: report.py MATRIX BASELINE-OUTPUT PATCHED-OUTPUT ACCEL COMMIT [PLOTDIR]
-       > results.md
-
-With PLOTDIR (a directory next to results.md), also write PNG plots there
-with gnuplot and link them: latency percentiles of w4k-t1-qd1 (else the first
-cell), and
-IOPS against writers for the 4 KiB QD 32 cells.
-
-The output files hold "RESULT <cell> <fs> <json>" lines from
-bench/uring-overwrite and "FIO <cell> <fs> <json>" lines (guest-matrix.sh).
-Absolute numbers under TCG are not real; the tables lead with the ratio
-patched/baseline measured in the same run, and with punts per 1000 writes,
-which do not depend on speed.
+Each record is one run of a cell on one kernel in one round (see
+bench/guest-matrix.py). The kernels are labelled baseline, patched and
+baseline-aa (the baseline kernel again: the A/A control). Per cell and fs
+the report gives each kernel's median over the rounds with its min-max,
+the ratio of the medians, the A/A ratio measured the same way, and the
+verdict of bench/results.py: faster or slower only when the ranges do not
+overlap and the ratio is outside the A/A band, else "no change".
 """
-import json
+import argparse
 import os
 import platform
 import re
@@ -24,22 +18,35 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results as R  # noqa: E402
+
 PCTS = ("p50", "p90", "p99", "p99.9", "p99.99", "max")
+KERNELS = ("baseline", "patched", "baseline-aa")
 
-
-def load(path):
-    res, fio = {}, {}
-    with open(path, errors="replace") as f:
-        for line in f:
-            line = line.rstrip("\r\n")
-            for tag, dst in (("RESULT ", res), ("FIO ", fio)):
-                if line.startswith(tag):
-                    _, cell, fs, js = line.split(" ", 3)
-                    try:
-                        dst[(cell, fs)] = json.loads(js)
-                    except ValueError:
-                        dst[(cell, fs)] = {"error": "unparsable"}
-    return res, fio
+# name -> (tool, path in the result, higher is better)
+BENCH_Q = {
+    "iops": (("total", "iops"), True),
+    "w_iops": (("write", "iops"), True),
+    "r_iops": (("read", "iops"), True),
+    "punts_w": (("punts_per_1000_writes",), False),
+    "punts_r": (("punts_per_1000_reads",), False),
+    "workers": (("io_wq_workers", "created"), False),
+    "sub50": (("write", "submit_lat_ns", "p50"), False),
+    "sub99": (("write", "submit_lat_ns", "p99"), False),
+    "cmp99": (("write", "complete_lat_ns", "p99"), False),
+    "rcmp50": (("read", "complete_lat_ns", "p50"), False),
+    "rcmp99": (("read", "complete_lat_ns", "p99"), False),
+    "cpu": (("cpu", "us_per_write"), False),
+    "batch": (("submit_calls", "mean_batch"), True),
+}
+FIO_Q = {
+    "iops": (("total", "iops"), True),
+    "r_iops": (("read", "iops"), True),
+    "punts_w": (("punts_per_1000_writes",), False),
+    "slat": (("write", "slat_ns", "mean"), False),
+    "clat99": (("write", "clat_ns", "p99"), False),
+}
 
 
 def matrix(path):
@@ -49,8 +56,44 @@ def matrix(path):
             p = line.split(None, 2)
             if not p or p[0].startswith("#"):
                 continue
-            cells.append((p[0], p[1], p[2].strip() if len(p) > 2 else ""))
+            cells.append((p[1], p[2].strip() if len(p) > 2 else ""))
     return cells
+
+
+class Data:
+    def __init__(self, recs):
+        self.runs = {}      # (label, cell, fs, tool, variant) -> [result]
+        self.errors = []
+        self.fss, self.rounds, self.kernel = [], set(), {}
+        for r in recs:
+            key = (r.get("label"), r.get("cell"), r.get("fs"),
+                   r.get("tool"), r.get("variant"))
+            res = r.get("result") or {}
+            self.rounds.add(r.get("round"))
+            if r.get("fs") not in self.fss:
+                self.fss.append(r.get("fs"))
+            if "error" in res:
+                self.errors.append((r.get("round"),) + key +
+                                   (res["error"],))
+                continue
+            self.runs.setdefault(key, []).append(res)
+            if r.get("tool") == "bench" and "kernel" in res:
+                self.kernel[r.get("label")] = res["kernel"]
+
+    def series(self, label, cell, fs, tool, variant, q):
+        path = (BENCH_Q if tool == "bench" else FIO_Q)[q][0]
+        return R.Series(R.dig(res, *path) for res in
+                        self.runs.get((label, cell, fs, tool, variant), []))
+
+    def compare(self, cell, fs, tool, variant, q):
+        """(baseline series, patched series, ratio, A/A ratio, verdict)."""
+        hib = (BENCH_Q if tool == "bench" else FIO_Q)[q][1]
+        b = self.series("baseline", cell, fs, tool, variant, q)
+        p = self.series("patched", cell, fs, tool, variant, q)
+        a = self.series("baseline-aa", cell, fs, tool, variant, q)
+        r = R.ratio(p.median, b.median)
+        aa = R.ratio(a.median, b.median)
+        return b, p, r, aa, R.verdict(b, p, R.band(aa), hib)
 
 
 def num(v, fmt="{:.0f}"):
@@ -65,27 +108,15 @@ def lat(v):
     return "{:.1f} us".format(v / 1e3)
 
 
-def side(r, what):
-    if not r or "error" in r:
-        return None
-    if what == "iops":
-        return r["total"]["iops"]
-    if what == "punts":
-        return r.get("punts_per_1000_writes")
-    if what == "workers":
-        return r.get("io_wq_workers", {}).get("created")
-    w = r["write"]
-    if what == "submean":
-        return w["submit_lat_ns"]["mean"]
-    if what == "sub50":
-        return w["submit_lat_ns"]["p50"]
-    if what == "sub99":
-        return w["submit_lat_ns"]["p99"]
-    if what == "cmp99":
-        return w["complete_lat_ns"]["p99"]
-    if what == "cpu":
-        return r.get("cpu", {}).get("us_per_write")
-    return None
+def rx(v):
+    return "-" if v is None else "{:.2f}x".format(v)
+
+
+def spread(s, f=num):
+    """median [min-max] of a series."""
+    if not len(s):
+        return "-"
+    return "{} [{}-{}]".format(f(s.median), f(s.lo), f(s.hi))
 
 
 def machine():
@@ -104,7 +135,6 @@ def machine():
 
 
 def gnuplot(script, plotdir):
-    """Run a gnuplot script in plotdir; False (and why, on stderr) if not."""
     try:
         subprocess.run(["gnuplot"], input=script, text=True, cwd=plotdir,
                        check=True, capture_output=True)
@@ -116,104 +146,124 @@ def gnuplot(script, plotdir):
 
 
 def multiplot(name, fss, title, settings):
-    """Start a gnuplot script: a PNG with one panel per fs config."""
     cols = 2 if len(fss) > 1 else 1
     rows = (len(fss) + cols - 1) // cols
     return ['set terminal pngcairo size {},{} font "sans,9"'.format(
         560 * cols, 380 * rows), 'set output "{}"'.format(name),
         'set multiplot layout {},{} title "{}"'.format(rows, cols, title),
-        "set grid ytics", "set key top left",
-        "set style data linespoints"] + settings
+        "set grid ytics", "set key top left", "set bars small"] + settings
 
 
 def finish(name, script, have, plotdir):
-    """End the script and run it; the PNG's name, or None."""
     script.append("unset multiplot")
     return name if have and gnuplot("\n".join(script) + "\n", plotdir) \
         else None
 
 
-def plot_latency(cell, fss, base, pat, plotdir):
-    """Submission and completion latency percentiles, one panel per fs."""
+def plot_latency(d, cell, plotdir):
+    """Submission and completion latency percentiles: medians over the
+    rounds, min-max as error bars."""
     name = "latency-{}.png".format(cell)
-    script = multiplot(name, fss, "{}: latency percentiles (log scale, "
-                       "us)".format(cell), ["set logscale y"])
+    script = multiplot(name, d.fss, "{}: write latency percentiles (log "
+                       "scale, us; median of the rounds, bars min-max)"
+                       .format(cell), ["set logscale y"])
     have = False
-    for fs in fss:
-        b, p = base.get((cell, fs)), pat.get((cell, fs))
-        if not b or "error" in b or not p or "error" in p:
+    for fs in d.fss:
+        rows = []
+        for i, pc in enumerate(PCTS):
+            row = [str(i)]
+            for kind in ("submit_lat_ns", "complete_lat_ns"):
+                for label in ("baseline", "patched"):
+                    s = R.Series(R.dig(res, "write", kind, pc) for res in
+                                 d.runs.get((label, cell, fs, "bench", None),
+                                            []))
+                    if not len(s):
+                        break
+                    row += ["{:.3f}".format(x / 1e3)
+                            for x in (s.median, s.lo, s.hi)]
+            if len(row) == 13:
+                rows.append(" ".join(row))
+        if len(rows) < len(PCTS):
             continue
         dat = "latency-{}-{}.dat".format(cell, fs)
         with open(os.path.join(plotdir, dat), "w") as f:
-            f.write("# pct base-submit patched-submit base-complete "
-                    "patched-complete (us)\n")
-            for i, pc in enumerate(PCTS):
-                f.write("{} {} {} {} {} {}\n".format(
-                    i, pc, *(r["write"][k][pc] / 1e3 for k in
-                             ("submit_lat_ns", "complete_lat_ns")
-                             for r in (b, p))))
+            f.write("# pct, then median min max of: base submit, patched "
+                    "submit, base complete, patched complete (us)\n")
+            f.write("\n".join(rows) + "\n")
         script += ['set title "{}"'.format(fs),
                    "set xtics ({})".format(", ".join(
                        '"{}" {}'.format(pc, i) for i, pc in enumerate(PCTS))),
-                   'plot "{0}" u 1:3 t "baseline submit", '
-                   '"{0}" u 1:4 t "patched submit", '
-                   '"{0}" u 1:5 t "baseline complete", '
-                   '"{0}" u 1:6 t "patched complete"'.format(dat)]
+                   'plot "{0}" u ($1-0.06):2:3:4 w yerrorlines t "baseline '
+                   'submit", "{0}" u ($1-0.02):5:6:7 w yerrorlines t '
+                   '"patched submit", "{0}" u ($1+0.02):8:9:10 w yerrorlines '
+                   't "baseline complete", "{0}" u ($1+0.06):11:12:13 w '
+                   'yerrorlines t "patched complete"'.format(dat)]
         have = True
     return finish(name, script, have, plotdir)
 
 
-def plot_writers(cells, fss, base, pat, plotdir):
-    """IOPS against writers for the w4k-t<N>-qd32 cells, one panel per fs."""
-    series = sorted((int(m.group(1)), c) for k, c, _ in cells
-                    if k == "bench"
+def plot_writers(d, cells, plotdir):
+    """IOPS against writers for the w4k-t<N>-qd32 cells, bench and fio."""
+    series = sorted((int(m.group(1)), c) for c, _ in cells
                     for m in [re.match(r"w4k-t(\d+)-qd32$", c)] if m)
     if len(series) < 2:
         return None
     name = "iops-vs-writers.png"
-    script = multiplot(name, fss, "random 4 KiB overwrites, QD 32 per "
-                       "writer: IOPS against writers",
+    script = multiplot(name, d.fss, "random 4 KiB overwrites, QD 32 per "
+                       "writer: IOPS against writers (median of the rounds, "
+                       "bars min-max)",
                        ["set yrange [0:*]", "set xtics ({})".format(
                            ", ".join(str(n) for n, _ in series))])
     have = False
-    for fs in fss:
-        rowsd = []
+    for fs in d.fss:
+        rows = []
         for n, c in series:
-            bi = side(base.get((c, fs)), "iops")
-            pi = side(pat.get((c, fs)), "iops")
-            if bi is not None and pi is not None:
-                rowsd.append("{} {} {}".format(n, bi, pi))
-        if len(rowsd) < 2:
-            continue
+            row = [str(n)]
+            for tool, var in (("bench", None), ("fio", "cached")):
+                for label in ("baseline", "patched"):
+                    s = d.series(label, c, fs, tool, var, "iops")
+                    row += (["{:.0f}".format(x) for x in
+                             (s.median, s.lo, s.hi)] if len(s) else
+                            ["NaN"] * 3)
+            rows.append(" ".join(row))
         dat = "writers-{}.dat".format(fs)
         with open(os.path.join(plotdir, dat), "w") as f:
-            f.write("# writers baseline-iops patched-iops\n")
-            f.write("\n".join(rowsd) + "\n")
+            f.write("# writers, then median min max IOPS of: bench base, "
+                    "bench patched, fio-cached base, fio-cached patched\n")
+            f.write("\n".join(rows) + "\n")
         script += ['set title "{}"'.format(fs),
-                   'plot "{0}" u 1:2 t "baseline", '
-                   '"{0}" u 1:3 t "patched"'.format(dat)]
+                   'plot "{0}" u 1:2:3:4 w yerrorlines t "baseline", '
+                   '"{0}" u 1:5:6:7 w yerrorlines t "patched", '
+                   '"{0}" u 1:8:9:10 w yerrorlines dt 2 t "fio base", '
+                   '"{0}" u 1:11:12:13 w yerrorlines dt 2 t "fio patched"'
+                   .format(dat)]
         have = True
     return finish(name, script, have, plotdir)
 
 
 def main():
-    if len(sys.argv) not in (6, 7):
-        sys.exit(__doc__)
-    mat, bpath, ppath, accel, commit = sys.argv[1:6]
-    plotdir = sys.argv[6] if len(sys.argv) > 6 else None
-    cells = matrix(mat)
-    base, bfio = load(bpath)
-    pat, pfio = load(ppath)
-    fss = []
-    for (_, fs) in list(base) + list(pat):
-        if fs not in fss:
-            fss.append(fs)
-    kern = {}
-    for name, d in (("baseline", base), ("patched", pat)):
-        for r in d.values():
-            if "kernel" in r:
-                kern[name] = r["kernel"]
-                break
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--results", nargs="+", required=True,
+                    help="JSON Lines files of the rounds")
+    ap.add_argument("--matrix", required=True)
+    ap.add_argument("--accel", default="tcg")
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--seconds", type=int)
+    ap.add_argument("--order", default="",
+                    help="the kernels' order in each round, for the header")
+    ap.add_argument("--plots", help="directory for PNG plots (gnuplot)")
+    ap.add_argument("--notes", help="hand-written notes to append")
+    a = ap.parse_args()
+
+    cells = matrix(a.matrix)
+    recs, bad = R.load_jsonl(a.results)
+    if not recs:
+        sys.exit("report.py: no records in " + " ".join(a.results))
+    d = Data(recs)
+    labels = sorted({k[0] for k in d.runs})
+    if "baseline-aa" not in labels:
+        sys.stderr.write("report.py: no A/A control (baseline-aa) in the "
+                         "results: every verdict is '-'\n")
     out = []
     w = out.append
     w("# Results: io_uring buffered overwrites, baseline vs patched")
@@ -222,30 +272,62 @@ def main():
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
     w("")
     w("- Machine: {}".format(machine()))
-    w("- Accelerator: QEMU {}, guest 2 vCPUs, 4 GiB, scratch file systems "
-      "on brd ram disks".format(accel.upper()))
+    w("- Accelerator: QEMU {}, each guest 2 vCPUs, 4 GiB, scratch file "
+      "systems on brd ram disks".format(a.accel.upper()))
     w("- Kernels: baseline `{}` (Debian linux-source-6.12), patched `{}` "
-      "(+ kernel/patches)".format(kern.get("baseline", "?"),
-                                  kern.get("patched", "?")))
-    w("- Commit: `{}`".format(commit))
+      "(+ kernel/patches); the A/A control boots the baseline kernel "
+      "again".format(d.kernel.get("baseline", "?"),
+                     d.kernel.get("patched", "?")))
+    w("- Commit: `{}`".format(a.commit))
+    w("- Method: {} rounds; in each round every kernel boots once and "
+      "runs every cell on every fs config, {} s a cell, cells in an order "
+      "shuffled per round (the same on every kernel); the kernels' order "
+      "changes from round to round ({}).".format(
+          len(d.rounds), a.seconds or "?", a.order or "see vm/report"))
+    if bad or d.errors:
+        w("- Failed runs: {} (listed at the end); unparsable lines: {}"
+          .format(len(d.errors), bad))
     w("")
-    w("Under TCG absolute times are not real: compare the ratio "
-      "patched/baseline, measured in the same run, and the punts per 1000 "
-      "writes (counted by a hist trigger on "
-      "`io_uring:io_uring_queue_async_work`), which do not depend on speed. "
-      "Each cell ran for the same number of seconds on both kernels; "
-      "latencies are log-bucketed (a percentile may read up to 25% high), "
-      "submission latency is the time inside `io_uring_submit()` divided "
-      "by the SQEs it submitted.")
+    w("How to read: every figure is the median over the rounds, with the "
+      "min-max in brackets. Under TCG absolute times are not real; compare "
+      "the ratio patched/baseline of the medians, against the A/A ratio "
+      "(baseline/baseline, the same method) of the same cell. A cell is "
+      "**faster** or **slower** only when the two kernels' min-max ranges "
+      "do not overlap and the ratio lies outside the A/A band (the A/A "
+      "ratio as a factor either way); otherwise it is \"no change\", "
+      "whatever the ratio's sign. Punts per 1000 writes (and per 1000 "
+      "reads) are counted by opcode by a hist trigger on "
+      "`io_uring:io_uring_queue_async_work` and do not depend on speed. "
+      "Submission latency is one sample per `io_uring_submit()` call; "
+      "percentiles come from histograms with 64 buckets per power of two "
+      "(at most 1.6% high). fio runs every cell that has a twin, once on "
+      "a cached file (`invalidate=0`) and once dropped from the cache "
+      "first (`invalidate=1`, fio's default).")
     w("")
-    if plotdir:
-        os.makedirs(plotdir, exist_ok=True)
-        rel = os.path.basename(os.path.normpath(plotdir))
-        names = [c for k, c, _ in cells if k == "bench"]
+
+    # A/A summary.
+    bands = []
+    for c, _ in cells:
+        for fs in d.fss:
+            _, _, _, aa, _ = d.compare(c, fs, "bench", None, "iops")
+            if R.band(aa):
+                bands.append((R.band(aa), c, fs))
+    if bands:
+        bands.sort()
+        med = bands[len(bands) // 2][0]
+        w("A/A control (IOPS, our tool): the band is {:.2f}x at the median "
+          "cell and {:.2f}x at the widest ({} on {}).".format(
+              med, bands[-1][0], bands[-1][1], bands[-1][2]))
+        w("")
+
+    if a.plots:
+        os.makedirs(a.plots, exist_ok=True)
+        rel = os.path.basename(os.path.normpath(a.plots))
+        names = [c for c, _ in cells]
         first = "w4k-t1-qd1" if "w4k-t1-qd1" in names else \
             (names[0] if names else None)
-        plots = [plot_latency(first, fss, base, pat, plotdir) if first
-                 else None, plot_writers(cells, fss, base, pat, plotdir)]
+        plots = [plot_latency(d, first, a.plots) if first else None,
+                 plot_writers(d, cells, a.plots)]
         plots = [x for x in plots if x]
         if plots:
             w("## Plots")
@@ -253,66 +335,153 @@ def main():
             for x in plots:
                 w("![{0}]({1}/{0})".format(x, rel))
                 w("")
-    for kind, cell, args in cells:
-        if kind != "bench":
+
+    # Summary.
+    w("## Summary")
+    w("")
+    w("IOPS ratio patched/baseline (medians) with the verdict, our tool "
+      "and fio's twin; punts per 1000 writes, baseline -> patched.")
+    w("")
+    w("| cell | fs | ours | A/A | verdict | fio cached | verdict | "
+      "fio dropped | verdict | punts/1000 writes | tools |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|")
+    differ = []
+    for c, _ in cells:
+        for fs in d.fss:
+            b, p, r, aa, v = d.compare(c, fs, "bench", None, "iops")
+            if not len(b) and not len(p):
+                continue
+            _, _, fr, faa, fv = d.compare(c, fs, "fio", "cached", "iops")
+            _, _, dr, daa, dv = d.compare(c, fs, "fio", "dropped", "iops")
+            pb, pp, _, _, _ = d.compare(c, fs, "bench", None, "punts_w")
+            tools = "-" if fv == "-" else ("same" if fv == v else "differ")
+            if tools == "differ":
+                differ.append((c, fs, v, r, fv, fr))
+            w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} -> {} | {} |"
+              .format(c, fs, rx(r), rx(aa), "**{}**".format(v)
+                      if v in ("faster", "slower") else v, rx(fr), fv,
+                      rx(dr), dv, num(pb.median, "{:.1f}"),
+                      num(pp.median, "{:.1f}"), tools))
+    w("")
+    if differ:
+        w("Cells where our tool and fio (cached file) reach different "
+          "verdicts: " + "; ".join(
+              "{} on {} (ours {} {}, fio {} {})".format(
+                  c, fs, v, rx(r), fv, rx(fr))
+              for c, fs, v, r, fv, fr in differ) + ". Each is a finding "
+          "to explain (bench/results-notes.md).")
+        w("")
+
+    # References.
+    refs = [c for c in ("memcpy-t1", "direct-t1-qd8", "psync-t1")
+            if c in [x for x, _ in cells]]
+    if "w4k-t1-qd1" in [x for x, _ in cells] and refs:
+        w("## References")
+        w("")
+        w("`w4k-t1-qd1` (buffered io_uring overwrites, 1 writer, QD 1) as "
+          "a fraction of the same run's references: `memcpy-t1` (a memcpy "
+          "of 4 KiB per op into an in-memory copy of the file, the floor "
+          "of the copy a cached overwrite makes), `direct-t1-qd8` "
+          "(io_uring O_DIRECT) and `psync-t1` (pwrite). Medians.")
+        w("")
+        w("| fs | kernel | " + " | ".join("/ " + x for x in refs) + " |")
+        w("|---|---|" + "---|" * len(refs))
+        for fs in d.fss:
+            for label in ("baseline", "patched"):
+                v = d.series(label, "w4k-t1-qd1", fs, "bench", None,
+                             "iops").median
+                row = [num(R.ratio(v, d.series(label, x, fs, "bench", None,
+                                                "iops").median), "{:.3f}")
+                       for x in refs]
+                w("| {} | {} | {} |".format(fs, label, " | ".join(row)))
+        w("")
+
+    # Per cell.
+    for c, args in cells:
+        if not any(("baseline", c, fs, "bench", None) in d.runs
+                   for fs in d.fss):
             continue
-        w("## {}".format(cell))
+        w("## {}".format(c))
         w("")
         w("`uring-overwrite {}`".format(args))
         w("")
-        w("| fs | IOPS base | IOPS patched | ratio | punts/1000 base | "
-          "punts/1000 patched | io-wq workers base/patched | "
-          "submit p50 base/patched | submit p99 base/patched | "
-          "complete p99 base/patched | CPU us/write base/patched |")
-        w("|---|---|---|---|---|---|---|---|---|---|---|")
-        for fs in fss:
-            b, p = base.get((cell, fs)), pat.get((cell, fs))
-            if b is None and p is None:
+        w("| fs | IOPS base | IOPS patched | ratio | A/A | verdict | "
+          "punts/1000 writes base / patched | io-wq workers | "
+          "submit p50 | submit p99 | complete p99 | CPU us/write | "
+          "SQEs per submit |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        mixed = False
+        for fs in d.fss:
+            b, p, r, aa, v = d.compare(c, fs, "bench", None, "iops")
+            if not len(b) and not len(p):
                 continue
-            bi, pi = side(b, "iops"), side(p, "iops")
-            ratio = "{:.2f}x".format(pi / bi) if bi and pi else "-"
-            w("| {} | {} | {} | **{}** | {} | {} | {} / {} | {} / {} | "
-              "{} / {} | {} / {} | {} / {} |".format(
-                  fs, num(bi), num(pi), ratio,
-                  num(side(b, "punts"), "{:.1f}"),
-                  num(side(p, "punts"), "{:.1f}"),
-                  num(side(b, "workers")), num(side(p, "workers")),
-                  lat(side(b, "sub50")), lat(side(p, "sub50")),
-                  lat(side(b, "sub99")), lat(side(p, "sub99")),
-                  lat(side(b, "cmp99")), lat(side(p, "cmp99")),
-                  num(side(b, "cpu"), "{:.1f}"),
-                  num(side(p, "cpu"), "{:.1f}")))
-        if any((cell, fs) in bfio or (cell, fs) in pfio for fs in fss):
+
+            def bp(q, f=num):
+                bb, pp, _, _, _ = d.compare(c, fs, "bench", None, q)
+                return "{} / {}".format(f(bb.median), f(pp.median))
+            if d.series("baseline", c, fs, "bench", None, "r_iops").median:
+                mixed = True
+            w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} "
+              "| {} |".format(
+                  fs, spread(b), spread(p), rx(r), rx(aa), v,
+                  bp("punts_w", lambda x: num(x, "{:.1f}")), bp("workers"),
+                  bp("sub50", lat), bp("sub99", lat), bp("cmp99", lat),
+                  bp("cpu", lambda x: num(x, "{:.1f}")),
+                  bp("batch", lambda x: num(x, "{:.1f}"))))
+        if mixed:
             w("")
-            w("fio, same cell (`ioengine`, size 32 MiB, time based):")
+            w("The readers of this cell:")
             w("")
-            w("| fs | fio IOPS base | fio IOPS patched | ratio | "
-              "fio slat mean base/patched | our submit mean base/patched | "
-              "fio clat p99 base/patched |")
-            w("|---|---|---|---|---|---|---|")
-            for fs in fss:
-                b, p = bfio.get((cell, fs)), pfio.get((cell, fs))
-                if not b and not p:
+            w("| fs | read IOPS base | read IOPS patched | ratio | A/A | "
+              "verdict | punts/1000 reads base / patched | read p50 | "
+              "read p99 |")
+            w("|---|---|---|---|---|---|---|---|---|")
+            for fs in d.fss:
+                b, p, r, aa, v = d.compare(c, fs, "bench", None, "r_iops")
+                if not len(b) and not len(p):
                     continue
-                bi = b.get("iops") if b else None
-                pi = p.get("iops") if p else None
-                ratio = "{:.2f}x".format(pi / bi) if bi and pi else "-"
-                w("| {} | {} | {} | **{}** | {} / {} | {} / {} | {} / {} |"
-                  .format(
-                    fs, num(bi), num(pi), ratio,
-                    lat(b and b.get("slat_ns", {}).get("mean")),
-                    lat(p and p.get("slat_ns", {}).get("mean")),
-                    lat(side(base.get((cell, fs)), "submean")),
-                    lat(side(pat.get((cell, fs)), "submean")),
-                    lat(b and b.get("clat_ns", {}).get("p99")),
-                    lat(p and p.get("clat_ns", {}).get("p99"))))
+
+                def bp(q, f=num):
+                    bb, pp, _, _, _ = d.compare(c, fs, "bench", None, q)
+                    return "{} / {}".format(f(bb.median), f(pp.median))
+                w("| {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                    fs, spread(b), spread(p), rx(r), rx(aa), v,
+                    bp("punts_r", lambda x: num(x, "{:.1f}")),
+                    bp("rcmp50", lat), bp("rcmp99", lat)))
+        if any(("baseline", c, fs, "fio", "cached") in d.runs
+               for fs in d.fss):
+            w("")
+            w("fio twins (same block size, jobs, depth, file size and mix):")
+            w("")
+            w("| fs | file | fio IOPS base | fio IOPS patched | ratio | A/A "
+              "| verdict | punts/1000 writes base / patched | slat mean "
+              "base / patched | clat p99 base / patched |")
+            w("|---|---|---|---|---|---|---|---|---|---|")
+            for fs in d.fss:
+                for var in ("cached", "dropped"):
+                    b, p, r, aa, v = d.compare(c, fs, "fio", var, "iops")
+                    if not len(b) and not len(p):
+                        continue
+
+                    def fp(q, f=num):
+                        bb, pp, _, _, _ = d.compare(c, fs, "fio", var, q)
+                        return "{} / {}".format(f(bb.median), f(pp.median))
+                    w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |"
+                      .format(fs, var, spread(b), spread(p), rx(r), rx(aa),
+                              v, fp("punts_w", lambda x: num(x, "{:.1f}")),
+                              fp("slat", lat), fp("clat99", lat)))
         w("")
-    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                         "results-notes.md")
-    if os.path.exists(notes):
+
+    if d.errors:
+        w("## Failed runs")
+        w("")
+        for e in d.errors:
+            w("- round {}, {} {} {} {} {}: {}".format(*e))
+        w("")
+    if a.notes and os.path.exists(a.notes):
         w("## Reading the numbers (hand-written, bench/results-notes.md)")
         w("")
-        with open(notes) as f:
+        with open(a.notes) as f:
             w(f.read().rstrip())
         w("")
     print("\n".join(out))

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Guest side of vm/report: one round of the benchmark matrix.
+
+usage: guest-matrix.py --bench BIN --matrix FILE --seconds N --round R
+                       --label LABEL [--out FILE.jsonl] [--no-fio]
+
+For every mounted scratch file system (TEST_MNTS from vm/run) and every
+cell of the matrix, in an order shuffled by the round number (the same
+order on every kernel in a round), run bench/uring-overwrite, then its fio
+twins: the same block size, jobs, depth, file size and mix, once on a
+cached file (fio lays the file out and keeps it: invalidate=0) and once
+dropped from the page cache first (invalidate=1, fio's default). Each run
+appends one JSON object to --out (JSON Lines):
+
+  {"round", "label", "cell", "fs", "tool": "bench" | "fio",
+   "variant": null | "cached" | "dropped", "result": {...}}
+
+fio's result holds its IOPS, submission and completion latencies and the
+punts to io-wq by opcode (the same hist trigger uring-overwrite reads).
+A run that fails records {"error": ...} and the round goes on; the exit
+status is 1 if any run failed.
+"""
+import argparse
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+
+EVENT = "/sys/kernel/tracing/events/io_uring/io_uring_queue_async_work"
+TRIGGER = "hist:keys=opcode"
+WRITE_OPS = (2, 5, 23)   # WRITEV, WRITE_FIXED, WRITE
+READ_OPS = (1, 4, 22)    # READV, READ_FIXED, READ
+
+
+def log(msg):
+    sys.stderr.write("guest-matrix: {}\n".format(msg))
+    sys.stderr.flush()
+
+
+def punts_start():
+    try:
+        with open(EVENT + "/trigger", "w") as f:
+            f.write("!" + TRIGGER)
+    except OSError:
+        pass
+    try:
+        with open(EVENT + "/trigger", "w") as f:
+            f.write(TRIGGER)
+        return True
+    except OSError as e:
+        log("no punt counts: {}".format(e))
+        return False
+
+
+def punts_read():
+    """Hits by opcode since punts_start()."""
+    by_op = {}
+    with open(EVENT + "/hist") as f:
+        for line in f:
+            p = line.replace("{", " ").replace("}", " ").replace(":", " ")
+            p = p.split()
+            if len(p) >= 4 and p[0] == "opcode" and p[2] == "hitcount":
+                by_op[int(p[1])] = by_op.get(int(p[1]), 0) + int(p[3])
+    return by_op
+
+
+def punts_stop():
+    try:
+        with open(EVENT + "/trigger", "w") as f:
+            f.write("!" + TRIGGER)
+    except OSError:
+        pass
+
+
+def bench_opts(args):
+    """The uring-overwrite options of a cell, as a dict."""
+    o = {"b": "4096", "t": "1", "q": "8", "s": "64M", "r": "0",
+         "m": "uring", "k": "default"}
+    flags = set()
+    a = shlex.split(args)
+    i = 0
+    while i < len(a):
+        x = a[i]
+        if x in ("-b", "-t", "-q", "-s", "-r", "-m", "-k", "-n", "-f"):
+            o[x[1]] = a[i + 1]
+            i += 2
+            continue
+        flags.add(x)
+        i += 1
+    return o, flags
+
+
+def fio_twin(args):
+    """fio options matching a cell, or None (and why) if fio has no twin."""
+    o, flags = bench_opts(args)
+    if o["m"] == "memcpy":
+        return None, "memcpy floor: no I/O"
+    if "-A" in flags:
+        return None, "appends: fio has no shared-EOF append job"
+    if "-N" in flags or o["k"] != "default":
+        return None, "RWF_NOWAIT / ring kind: no fio equivalent"
+    if "-P" in flags:
+        return None, "a file per writer: not set up"
+    rw = "randwrite"
+    if "-S" in flags:
+        rw = "write"
+    if o["r"] != "0":
+        rw = "randrw"
+    opts = ["--bs=" + o["b"], "--numjobs=" + o["t"], "--size=" + o["s"],
+            "--rw=" + rw]
+    if o["r"] != "0":
+        opts.append("--rwmixread=" + o["r"])
+    if o["m"] == "psync":
+        opts += ["--ioengine=psync", "--direct=0"]
+    else:
+        opts += ["--ioengine=io_uring", "--iodepth=" + o["q"],
+                 "--direct=" + ("1" if o["m"] == "uring-direct" else "0")]
+        if "-F" in flags:
+            opts.append("--registerfiles=1")
+        if "-B" in flags:
+            opts.append("--fixedbufs=1")
+    return opts, None
+
+
+def fio_summary(j, by_op, nops):
+    job = j["jobs"][0]
+    out = {"fio_version": j.get("fio version")}
+    for kind in ("write", "read"):
+        d = job[kind]
+        pct = d.get("clat_ns", {}).get("percentile", {})
+        out[kind] = {
+            "ios": d.get("total_ios", 0), "iops": d["iops"],
+            "bw_kib": d["bw"],
+            "slat_ns": {"mean": d["slat_ns"]["mean"],
+                        "max": d["slat_ns"]["max"]},
+            "clat_ns": {"mean": d["clat_ns"]["mean"],
+                        "p50": pct.get("50.000000"),
+                        "p99": pct.get("99.000000"),
+                        "p99.9": pct.get("99.900000")}}
+    out["total"] = {"iops": out["write"]["iops"] + out["read"]["iops"]}
+    if by_op is not None:
+        pw = sum(by_op.get(op, 0) for op in WRITE_OPS)
+        pr = sum(by_op.get(op, 0) for op in READ_OPS)
+        out["punts_by_opcode"] = {str(k): v for k, v in by_op.items()}
+        out["punts_write"], out["punts_read"] = pw, pr
+        w, r = out["write"]["ios"], out["read"]["ios"]
+        out["punts_per_1000_writes"] = 1000.0 * pw / w if w else None
+        out["punts_per_1000_reads"] = 1000.0 * pr / r if r else None
+    return out
+
+
+def run_fio(cell, variant, dirpath, opts, secs):
+    fname = os.path.join(dirpath, "fio-file")
+    inval = "0" if variant == "cached" else "1"
+    cmd = ["fio", "--output-format=json", "--name=" + cell,
+           "--directory=" + dirpath, "--filename=fio-file",
+           "--runtime={}".format(secs), "--time_based", "--group_reporting",
+           "--randrepeat=0", "--invalidate=" + inval] + opts
+    traced = punts_start()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        by_op = punts_read() if traced else None
+    finally:
+        if traced:
+            punts_stop()
+        try:
+            os.unlink(fname)
+        except OSError:
+            pass
+    if p.returncode:
+        return {"error": "fio exit {}: {}".format(
+            p.returncode, p.stderr.strip()[-300:])}
+    try:
+        j = json.loads(p.stdout[p.stdout.index("{"):])
+    except ValueError:
+        return {"error": "fio output unparsable"}
+    return fio_summary(j, by_op, None)
+
+
+def run_bench(binpath, fs, dirpath, args, secs, seed):
+    env = dict(os.environ, TEST_FS=fs, TEST_DIR=dirpath)
+    cmd = [binpath, "-T", str(secs), "--seed", str(seed)] + shlex.split(args)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                       timeout=600)
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        return {"error": "benchmark exit {}: {}".format(
+            p.returncode, p.stderr.strip()[-300:])}
+    if p.returncode:
+        r["error"] = "benchmark exit {}".format(p.returncode)
+    return r
+
+
+def matrix(path):
+    cells = []
+    with open(path) as f:
+        for line in f:
+            p = line.split(None, 2)
+            if not p or p[0].startswith("#"):
+                continue
+            if p[0] != "bench":
+                raise SystemExit("guest-matrix: {}: unknown line kind "
+                                 "'{}'".format(path, p[0]))
+            cells.append((p[1], p[2].strip() if len(p) > 2 else ""))
+    return cells
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bench", required=True)
+    ap.add_argument("--matrix", required=True)
+    ap.add_argument("--seconds", type=int, required=True)
+    ap.add_argument("--round", type=int, required=True)
+    ap.add_argument("--label", required=True)
+    ap.add_argument("--out", default=os.path.join(
+        os.environ.get("OUTDIR", "."), "results.jsonl"),
+        help="JSON Lines file to append to (default: $OUTDIR/results.jsonl, "
+        "the run's output directory on the host)")
+    ap.add_argument("--no-fio", action="store_true")
+    a = ap.parse_args()
+    if not os.access(a.bench, os.X_OK):
+        raise SystemExit("guest-matrix: no benchmark at " + a.bench)
+    cells = matrix(a.matrix)
+    rnd = random.Random(a.round)
+    rnd.shuffle(cells)
+    mnts = [m.split(":", 1) for m in os.environ.get("TEST_MNTS", "").split()]
+    if not mnts:
+        raise SystemExit("guest-matrix: no scratch file system (TEST_MNTS)")
+    have_fio = not a.no_fio and subprocess.run(
+        ["sh", "-c", "command -v fio"], capture_output=True).returncode == 0
+    if not a.no_fio and not have_fio:
+        raise SystemExit("guest-matrix: fio is not installed (vm/deps)")
+    failed = 0
+    with open(a.out, "a") as out:
+        def emit(cell, fs, tool, variant, result):
+            nonlocal failed
+            if "error" in result:
+                failed = 1
+                log("{} {} {} {}: {}".format(cell, fs, tool, variant or "",
+                                             result["error"]))
+            out.write(json.dumps({"round": a.round, "label": a.label,
+                                  "cell": cell, "fs": fs, "tool": tool,
+                                  "variant": variant, "result": result})
+                      + "\n")
+            out.flush()
+        for fs, dirpath in mnts:
+            for cell, args in cells:
+                log("round {} {} {} {}".format(a.round, a.label, fs, cell))
+                seed = rnd.randrange(1 << 31)
+                emit(cell, fs, "bench", None,
+                     run_bench(a.bench, fs, dirpath, args, a.seconds, seed))
+                if not have_fio:
+                    continue
+                opts, why = fio_twin(args)
+                if opts is None:
+                    continue
+                for variant in ("cached", "dropped"):
+                    emit(cell, fs, "fio", variant,
+                         run_fio(cell, variant, dirpath, opts, a.seconds))
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())

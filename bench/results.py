@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: MIT
+"""Shared by bench/report.py and bench/fio-gap: loading the guests' JSON
+Lines, medians with their spread, ratios, and the verdict rule.
+
+The verdict rule (docs/results.md says it in words): a cell is "faster" or
+"slower" only when the two kernels' ranges over the rounds do not overlap
+and the ratio of their medians lies outside the cell's A/A band, the ratio
+the same method measured between two runs of the baseline kernel (as a
+factor either way). Anything else is "no change", whatever its sign.
+"""
+import json
+import math
+import statistics
+
+
+def load_jsonl(paths):
+    """Records from JSON Lines files; unparsable lines are counted."""
+    recs, bad = [], 0
+    for path in paths:
+        with open(path, errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    recs.append(json.loads(line))
+                except ValueError:
+                    bad += 1
+    return recs, bad
+
+
+def dig(d, *keys):
+    """d[k1][k2]...; None when a level is missing or None."""
+    for k in keys:
+        if not isinstance(d, dict) or d.get(k) is None:
+            return None
+        d = d[k]
+    return d
+
+
+class Series:
+    """The values of one quantity over the rounds of one kernel."""
+
+    def __init__(self, values):
+        self.v = sorted(x for x in values if x is not None and
+                        not (isinstance(x, float) and math.isnan(x)))
+
+    def __len__(self):
+        return len(self.v)
+
+    @property
+    def median(self):
+        return statistics.median(self.v) if self.v else None
+
+    @property
+    def lo(self):
+        return self.v[0] if self.v else None
+
+    @property
+    def hi(self):
+        return self.v[-1] if self.v else None
+
+
+def ratio(a, b):
+    """a / b of two medians, None if either is missing or b is 0."""
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def band(aa_ratio):
+    """The A/A band as a factor >= 1, from one A/A ratio of medians."""
+    if aa_ratio is None or aa_ratio <= 0:
+        return None
+    return max(aa_ratio, 1 / aa_ratio)
+
+
+def verdict(base, pat, aa_band, higher_is_better=True):
+    """"faster", "slower" or "no change" (see the module's docstring);
+    "-" when a side or the A/A band is missing."""
+    r = ratio(pat.median, base.median)
+    if r is None or aa_band is None or not len(base) or not len(pat):
+        return "-"
+    apart_up = pat.lo > base.hi
+    apart_down = pat.hi < base.lo
+    if apart_up and r > aa_band:
+        return "faster" if higher_is_better else "slower"
+    if apart_down and r < 1 / aa_band:
+        return "slower" if higher_is_better else "faster"
+    return "no change"

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Self-test of the report's verdict rule (bench/results.py) and of
+bench/report.py end to end on made-up rounds: a cell whose ranges do not
+overlap and whose ratio is outside the A/A band must read "faster" or
+"slower"; one inside its A/A band, or with overlapping ranges, "no change".
+Exit 0 when every check holds, 1 (and what failed) otherwise.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import results as R  # noqa: E402
+
+failed = 0
+
+
+def check(what, got, want):
+    global failed
+    if got != want:
+        print("not ok: {}: got {!r}, want {!r}".format(what, got, want))
+        failed = 1
+    else:
+        print("ok: {}".format(what))
+
+
+S = R.Series
+check("median of 5", S([5, 1, 4, 2, 3]).median, 3)
+check("min-max", (S([5, 1, 4]).lo, S([5, 1, 4]).hi), (1, 5))
+check("apart, outside the band: faster",
+      R.verdict(S([100, 101, 102]), S([150, 151, 152]), 1.05), "faster")
+check("apart, outside the band: slower",
+      R.verdict(S([100, 101, 102]), S([50, 51, 52]), 1.05), "slower")
+check("apart but inside the A/A band: no change",
+      R.verdict(S([100, 101, 102]), S([110, 111, 112]), 1.2), "no change")
+check("outside the band but overlapping: no change",
+      R.verdict(S([100, 101, 200]), S([150, 151, 152]), 1.05), "no change")
+check("lower is better: fewer punts read faster",
+      R.verdict(S([10, 11, 12]), S([1, 1, 2]), 1.1, False), "faster")
+check("no A/A: no verdict", R.verdict(S([1, 2]), S([3, 4]), None), "-")
+check("band is symmetric", R.band(0.8), 1.25)
+
+# End to end: two cells, one clearly faster, one noise.
+recs = []
+for rnd in range(5):
+    for label, fast in (("baseline", 100), ("patched", 200),
+                        ("baseline-aa", 100)):
+        for cell, iops in (("fast", fast + rnd), ("same", 100 + 7 * rnd)):
+            recs.append({"round": rnd, "label": label, "cell": cell,
+                         "fs": "xfs", "tool": "bench", "variant": None,
+                         "result": {"kernel": "k", "total": {"iops": iops},
+                                    "write": {}, "read": {}}})
+with tempfile.TemporaryDirectory() as tmp:
+    data = os.path.join(tmp, "r.jsonl")
+    mat = os.path.join(tmp, "matrix")
+    with open(data, "w") as f:
+        f.write("\n".join(json.dumps(r) for r in recs) + "\n")
+    with open(mat, "w") as f:
+        f.write("bench fast -b 4096\nbench same -b 4096\n")
+    p = subprocess.run([sys.executable, os.path.join(HERE, "report.py"),
+                        "--results", data, "--matrix", mat],
+                       capture_output=True, text=True)
+    check("report.py exit", p.returncode, 0)
+    rows = {line.split("|")[1].strip(): line for line in p.stdout.split("\n")
+            if line.startswith("| fast |") or line.startswith("| same |")}
+    check("report: the faster cell", "**faster**" in rows.get("fast", ""),
+          True)
+    check("report: the noisy cell", "| no change |" in rows.get("same", ""),
+          True)
+sys.exit(failed)
