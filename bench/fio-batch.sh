@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Guest side of bench/fio-batch: the 4-writer QD 32 cell (random 4 KiB
+# overwrites of a cached 32 MiB file) three ways, to see whether fio and
+# uring-overwrite disagree because of how they batch submissions:
+#   ours        uring-overwrite -t 4 -q 32: fills the queue, then one
+#               io_uring_enter() for the batch
+#   fio         fio's defaults: iodepth_batch_submit=1, one SQE per
+#               io_uring_enter() as soon as it is queued
+#   fio-batch   fio with iodepth_batch_submit=32 and
+#               iodepth_batch_complete_min=1: batches like ours
+# One line per run: BATCH <fs> <way> <iops> <write-punts> <sqes-per-enter>
+# (sqes-per-enter only for ours; -1 where unknown).
+# usage: fio-batch.sh BENCH-BINARY SECONDS
+set -u
+bin=$1 secs=$2
+T=/sys/kernel/tracing/events/io_uring/io_uring_queue_async_work
+command -v fio >/dev/null || { echo "fio-batch: fio is not installed" >&2; exit 1; }
+[ -x "$bin" ] || { echo "fio-batch: no benchmark at $bin" >&2; exit 1; }
+
+punts_start() { echo '!hist:keys=opcode' >$T/trigger 2>/dev/null; echo 'hist:keys=opcode' >$T/trigger; }
+# write opcodes: 2 WRITEV, 5 WRITE_FIXED, 23 WRITE
+punts_read() {
+	awk '/opcode:/ { gsub(/[{}:]/, " "); if ($2 == 2 || $2 == 5 || $2 == 23) n += $4 } END { print n + 0 }' $T/hist
+	echo '!hist:keys=opcode' >$T/trigger
+}
+fio_job() {
+	local dir=$1
+	shift
+	fio --output-format=json --name=batch --directory="$dir" --filename=fio-file \
+		--size=32M --runtime="$secs" --time_based --group_reporting \
+		--randrepeat=0 --invalidate=0 --rw=randwrite --bs=4k --numjobs=4 \
+		--iodepth=32 --ioengine=io_uring --direct=0 "$@" 2>/dev/null |
+		python3 -c 'import json, sys; print(round(json.load(sys.stdin)["jobs"][0]["write"]["iops"]))' ||
+		echo -1
+	rm -f "$dir/fio-file"
+}
+rc=0
+for m in $TEST_MNTS; do
+	fs=${m%%:*} dir=${m#*:}
+	echo "fio-batch: $fs" >&2
+	json=$(TEST_FS=$fs TEST_DIR=$dir "$bin" -T "$secs" -b 4096 -t 4 -q 32 -s 32M 2>/dev/null) || rc=1
+	echo "$json" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+print("BATCH %s ours %d %d %.2f" % (sys.argv[1], j["total"]["iops"], j["punts_write"],
+      j["submit_calls"]["mean_batch"]))' "$fs" || rc=1
+	punts_start
+	iops=$(fio_job "$dir")
+	echo "BATCH $fs fio $iops $(punts_read) -1"
+	punts_start
+	iops=$(fio_job "$dir" --iodepth_batch_submit=32 --iodepth_batch_complete_min=1)
+	echo "BATCH $fs fio-batch $iops $(punts_read) -1"
+done
+exit $rc
