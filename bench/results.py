@@ -6,7 +6,8 @@ The verdict rule (docs/results.md says it in words): a cell is "faster" or
 "slower" only when the two kernels' ranges over the rounds do not overlap
 and the ratio of their medians lies outside the cell's A/A band, the ratio
 the same method measured between two runs of the baseline kernel (as a
-factor either way). Anything else is "no change", whatever its sign.
+factor either way). Anything else is "no change", whatever its sign; with
+fewer than MIN_ROUNDS rounds on a side there is no verdict ("-").
 """
 import json
 import math
@@ -75,11 +76,18 @@ def band(aa_ratio):
     return max(aa_ratio, 1 / aa_ratio)
 
 
+# Fewer rounds than this on either side give no verdict: a range of one or
+# two values says nothing about the spread.
+MIN_ROUNDS = 3
+
+
 def verdict(base, pat, aa_band, higher_is_better=True):
     """"faster", "slower" or "no change" (see the module's docstring);
-    "-" when a side or the A/A band is missing."""
+    "-" when a side has fewer than MIN_ROUNDS values or the A/A band is
+    missing."""
     r = ratio(pat.median, base.median)
-    if r is None or aa_band is None or not len(base) or not len(pat):
+    if r is None or aa_band is None or len(base) < MIN_ROUNDS or \
+            len(pat) < MIN_ROUNDS:
         return "-"
     apart_up = pat.lo > base.hi
     apart_down = pat.hi < base.lo

@@ -41,7 +41,9 @@ check("outside the band but overlapping: no change",
       R.verdict(S([100, 101, 200]), S([150, 151, 152]), 1.05), "no change")
 check("lower is better: fewer punts read faster",
       R.verdict(S([10, 11, 12]), S([1, 1, 2]), 1.1, False), "faster")
-check("no A/A: no verdict", R.verdict(S([1, 2]), S([3, 4]), None), "-")
+check("no A/A: no verdict", R.verdict(S([1, 2, 3]), S([7, 8, 9]), None),
+      "-")
+check("two rounds: no verdict", R.verdict(S([1, 2]), S([7, 8]), 1.01), "-")
 check("band is symmetric", R.band(0.8), 1.25)
 
 # End to end: two cells, one clearly faster, one noise.
