@@ -838,6 +838,8 @@ void *t_uffd_serve(void *arg)
 		}
 		if (msg.event != UFFD_EVENT_PAGEFAULT)
 			continue;
+		if (h->clear_on_fault)
+			__atomic_store_n(h->clear_on_fault, 0, __ATOMIC_SEQ_CST);
 		usleep(h->delay_us);
 		addr = msg.arg.pagefault.address & ~(unsigned long)(pg - 1);
 		copy.dst = addr;
@@ -893,8 +895,11 @@ static void *stalled_writer_fn(void *arg)
 			w->error = errno;
 			break;
 		}
-		if (t_ts_before(&st.st_mtim, &now) || t_ts_before(&st.st_ctim, &now))
-			__atomic_store_n(&w->updating, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&w->updating,
+				 t_ts_before(&st.st_mtim, &now) ||
+				 t_ts_before(&st.st_ctim, &now) ? 1 :
+				 (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec,
+				 __ATOMIC_SEQ_CST);
 		ret = pwrite(w->fd, w->h.area, w->len, w->off);
 		__atomic_store_n(&w->updating, 0, __ATOMIC_SEQ_CST);
 		if (ret != (ssize_t)w->len) {
@@ -918,6 +923,7 @@ int t_stalled_writer_start(struct t_stalled_writer *w)
 	w->h.area = MAP_FAILED;
 	w->h.src = w->data;
 	w->h.delay_us = w->delay_us;
+	w->h.clear_on_fault = &w->updating;
 	w->writes = 0;
 	w->error = 0;
 	w->stop = 0;

@@ -285,6 +285,8 @@ struct t_uffd_handler {
 	unsigned int delay_us;
 	int served;
 	int error;
+	/* If set, stored 0 when a fault arrives (before the delay). */
+	int64_t *clear_on_fault;
 };
 void *t_uffd_serve(void *arg);
 
@@ -307,11 +309,12 @@ struct t_stalled_writer {
 	unsigned long writes;
 	int error;
 	/*
-	 * Out, read while it runs: nonzero while a pwrite() is in progress
-	 * that began with the file's c/mtime older than the coarse clock,
-	 * i.e. one that may be logging a timestamp update.
+	 * Out, read while it runs: nonzero from just before a pwrite() until
+	 * its copy faults (or it returns), the span in which it may update
+	 * the file's timestamps: the coarse clock in ns when it began, or 1
+	 * if the file's c/mtime were older than that clock.
 	 */
-	int updating;
+	int64_t updating;
 	/* Private. */
 	int stop;
 	struct t_uffd_handler h;

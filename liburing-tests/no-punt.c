@@ -30,12 +30,17 @@
  *    under way when it was submitted (the update needs a blocking
  *    transaction, and on XFS that transaction holds the ILOCK the others'
  *    NOWAIT mapping checks try). Before each submission the writer reads
- *    the coarse clock, then the file's c/mtime, and after it the clock
- *    again. A batch may punt if its c/mtime were older than the clock, if
- *    the clock ticked during its submission, or if a write submitted with
- *    stale timestamps (by any writer, or the contender's pwrite()) was
- *    still in flight; a batch that found none of these may not. A test in
- *    which every write was allowed to punt cannot tell anything and fails.
+ *    the coarse clock c0, then the file's c/mtime, and after it the clock
+ *    again. A batch may punt if its c/mtime were older than c0, if the
+ *    clock ticked during its submission, or, on XFS, if an update that
+ *    began earlier may still hold the ILOCK:
+ *    a write submitted with stale timestamps, or any writer's write
+ *    submitted in an earlier tick, still in flight, or the contender inside
+ *    a pwrite() that began in an earlier tick, before its copy faulted.
+ *    A batch that found none of these may not punt. A writer waits for
+ *    its punted writes before its next batch (in io-wq they hold its
+ *    slice's folios). A test in which every write was allowed to punt
+ *    cannot tell anything and fails.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -43,6 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,9 +92,29 @@ static off_t slice_offset(unsigned int slice, unsigned int *seed)
  */
 #define CONTENDER_MIN_WRITES	10
 
-/* The contender's write count and updating flag while it runs, else NULL. */
-static unsigned long *contender_writes;
-static int *contender_updating;
+/* The contender while it runs, else NULL. */
+static struct t_stalled_writer *contender;
+/* Stop waiting for the contender's writes after this long. */
+#define CONTENDER_DEADLINE_S	120
+
+/*
+ * Whether another writer's timestamp update can hold a lock that a NOWAIT
+ * overwrite tries: on XFS the update's transaction holds the ILOCK, which
+ * the mapping check takes shared under NOWAIT. On ext4 the update holds
+ * nothing the NOWAIT overwrite path tries.
+ */
+static int updates_block;
+
+/*
+ * Writes submitted with stale timestamps that have not been reaped yet, of
+ * all writers, counted before they are submitted: a punted one may be
+ * logging the timestamp update in io-wq, and on XFS that transaction holds
+ * the ILOCK that another writer's mapping check tries under NOWAIT.
+ */
+static unsigned long stale_in_flight;
+
+/* Batches in flight per writer: at most one per write, QD at most 16. */
+#define MAX_BATCHES	32
 
 struct worker {
 	pthread_t thread;
@@ -98,16 +125,59 @@ struct worker {
 	unsigned long not_inline;	/* writes whose CQE was not posted at submit */
 	unsigned long stale;		/* writes that were allowed to punt */
 	unsigned long stale_not_inline;	/* ... of which not inline */
+	/* batch n: the coarse clock at its submission, writes not reaped */
+	struct { uint64_t c0; unsigned int left; } bat[MAX_BATCHES];
+	/* the c0 of its oldest batch with writes in flight, or UINT64_MAX */
+	uint64_t oldest_c0;
 	int err;
 };
 
+static struct worker w[4];
+static unsigned int nr_workers;
+
+static uint64_t ts_ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000ULL + t->tv_nsec;
+}
+
+/* Publish the c0 of @wk's oldest batch that still has writes in flight. */
+static void publish_oldest(struct worker *wk)
+{
+	uint64_t oldest = UINT64_MAX;
+	unsigned int i;
+
+	for (i = 0; i < MAX_BATCHES; i++)
+		if (wk->bat[i].left && wk->bat[i].c0 < oldest)
+			oldest = wk->bat[i].c0;
+	__atomic_store_n(&wk->oldest_c0, oldest, __ATOMIC_SEQ_CST);
+}
+
 /*
- * Writes submitted with stale timestamps that have not been reaped yet, of
- * all writers, counted before they are submitted: a punted one may be
- * logging the timestamp update in io-wq, and on XFS that transaction holds
- * the ILOCK that another writer's mapping check tries under NOWAIT.
+ * Whether a timestamp update that began before @c0 may still be under way:
+ * a write of another writer submitted in an earlier tick, one submitted
+ * with stale timestamps, or the contender inside a pwrite() that began in
+ * an earlier tick or with stale timestamps and has not reached its copy.
  */
-static unsigned long stale_in_flight;
+static int update_in_flight(const struct worker *self, uint64_t c0)
+{
+	unsigned int i;
+	int64_t since;
+
+	if (!updates_block)
+		return 0;
+	if (__atomic_load_n(&stale_in_flight, __ATOMIC_SEQ_CST))
+		return 1;
+	for (i = 0; i < nr_workers; i++)
+		if (&w[i] != self &&
+		    __atomic_load_n(&w[i].oldest_c0, __ATOMIC_SEQ_CST) < c0)
+			return 1;
+	if (contender) {
+		since = __atomic_load_n(&contender->updating, __ATOMIC_SEQ_CST);
+		if (since && (uint64_t)since < c0)
+			return 1;
+	}
+	return 0;
+}
 
 /* Reap the CQEs posted so far without entering the kernel; count them. */
 static unsigned int reap(struct io_uring *ring, struct worker *w)
@@ -116,8 +186,9 @@ static unsigned int reap(struct io_uring *ring, struct worker *w)
 	unsigned int head, n = 0;
 
 	io_uring_for_each_cqe(ring, head, cqe) {
-		if (cqe->user_data)
+		if (cqe->user_data & 1)
 			__atomic_sub_fetch(&stale_in_flight, 1, __ATOMIC_SEQ_CST);
+		w->bat[(cqe->user_data >> 1) % MAX_BATCHES].left--;
 		if (cqe->res != BS) {
 			fprintf(stderr, "write returned %d\n", cqe->res);
 			w->err = cqe->res < 0 ? cqe->res : -EIO;
@@ -126,6 +197,7 @@ static unsigned int reap(struct io_uring *ring, struct worker *w)
 	}
 	io_uring_cq_advance(ring, n);
 	w->done += n;
+	publish_oldest(w);
 	return n;
 }
 
@@ -136,7 +208,8 @@ static void *writer(void *arg)
 	struct io_uring_cqe *cqe;
 	struct timespec c0, c1;
 	struct io_uring ring;
-	unsigned int batch, inl;
+	unsigned int batch, inl, nbat = 0;
+	uint64_t c0ns = 0, deadline;
 	struct stat st;
 	char *buf;
 	int ret, stale = 0, busy = 0;
@@ -147,13 +220,18 @@ static void *writer(void *arg)
 		return NULL;
 	buf = aligned_alloc(BS, BS);
 	memset(buf, w->seed & 0xff, BS);
+	deadline = t_now_ns() + CONTENDER_DEADLINE_S * 1000000000ULL;
 	while (!w->err) {
 		unsigned long want = writes_per_thread;
 
-		if (contender_writes && submitted >= want &&
-		    __atomic_load_n(contender_writes, __ATOMIC_ACQUIRE) <
-		    CONTENDER_MIN_WRITES)
+		/* Go on until the contender has done its writes, or gave up. */
+		if (contender && submitted >= want &&
+		    __atomic_load_n(&contender->writes, __ATOMIC_ACQUIRE) <
+		    CONTENDER_MIN_WRITES && !contender->error &&
+		    !contender->h.error && t_now_ns() < deadline)
 			want = submitted + 1;
+		if (want < submitted)
+			want = submitted;
 		if (w->done >= want)
 			break;
 		batch = 0;
@@ -163,30 +241,32 @@ static void *writer(void *arg)
 			 * clock did not move, the kernel's current_time() was
 			 * c0 throughout, and c/mtime can only have moved up: a
 			 * batch that found them equal to c0 needs no update,
-			 * unless an update that another write began earlier
-			 * still holds a lock it needs (stale_in_flight, the
-			 * contender's updating).
+			 * unless an update that began earlier still holds a
+			 * lock it needs (update_in_flight()).
 			 */
 			clock_gettime(CLOCK_REALTIME_COARSE, &c0);
+			c0ns = ts_ns(&c0);
 			if (fstat(fd, &st)) {
 				w->err = -errno;
 				break;
 			}
 			stale = t_ts_before(&st.st_mtim, &c0) ||
 				t_ts_before(&st.st_ctim, &c0);
-			busy = __atomic_load_n(&stale_in_flight, __ATOMIC_SEQ_CST) ||
-			       (contender_updating &&
-				__atomic_load_n(contender_updating, __ATOMIC_SEQ_CST));
+			busy = update_in_flight(w, c0ns);
 		}
 		while (submitted < want && submitted - w->done < w->qd) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 			io_uring_prep_write(sqe, fd, buf, BS,
 					    slice_offset(w->slice, &w->seed));
-			sqe->user_data = stale;
+			sqe->user_data = (uint64_t)nbat << 1 | !!stale;
 			submitted++;
 			batch++;
 		}
 		if (batch) {
+			w->bat[nbat % MAX_BATCHES].c0 = c0ns;
+			w->bat[nbat % MAX_BATCHES].left = batch;
+			nbat++;
+			publish_oldest(w);
 			if (stale)
 				__atomic_add_fetch(&stale_in_flight, batch,
 						   __ATOMIC_SEQ_CST);
@@ -204,7 +284,12 @@ static void *writer(void *arg)
 				w->stale_not_inline += batch - inl;
 			}
 		}
-		if (w->done < submitted) {
+		/*
+		 * Wait for the batch's punted writes before the next one: in
+		 * io-wq they hold the folios of this writer's slice, which the
+		 * next batch's NOWAIT writes would find locked.
+		 */
+		while (w->done < submitted && !w->err) {
 			ret = io_uring_wait_cqe(&ring, &cqe);
 			if (ret) {
 				w->err = ret;
@@ -229,7 +314,6 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 		.delay_us = CONTENDER_FAULT_US,
 	};
 	unsigned long not_inline = 0, stale = 0, allowed = 0, total = 0, bad;
-	struct worker w[4];
 	struct timespec t0, t1;
 	unsigned int i;
 	char what[64];
@@ -253,11 +337,15 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 	if (with_contender) {
 		if (t_stalled_writer_start(&cont))
 			return -1;
-		contender_writes = &cont.writes;
-		contender_updating = &cont.updating;
+		contender = &cont;
 	}
+	stale_in_flight = 0;
 	for (i = 0; i < threads; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
+		w[i].oldest_c0 = UINT64_MAX;
+	}
+	nr_workers = threads;
+	for (i = 0; i < threads; i++) {
 		w[i].qd = qd;
 		w[i].slice = i;
 		w[i].seed = rand_r(seed);
@@ -275,10 +363,14 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 		total += w[i].done;
 	}
 	if (with_contender) {
-		contender_writes = NULL;
-		contender_updating = NULL;
+		contender = NULL;
 		err |= t_stalled_writer_stop(&cont);
 		printf("contender: %lu stalled 64 KiB pwrites\n", cont.writes);
+		if (cont.writes < CONTENDER_MIN_WRITES) {
+			fprintf(stderr, "contender: only %lu writes in %d s\n",
+				cont.writes, CONTENDER_DEADLINE_S);
+			err = 1;
+		}
 	}
 	clock_gettime(CLOCK_REALTIME_COARSE, &t1);
 	punts = t_punts_read();
@@ -316,6 +408,7 @@ int main(void)
 	unsigned int seed, i, prefill_bs;
 	int lazytime, ret, failed = 0;
 	unsigned long judged = 0;
+	struct statfs sfs;
 	char *buf;
 	off_t off;
 
@@ -341,6 +434,11 @@ int main(void)
 	}
 	printf("prefill in %u-byte writes\n", prefill_bs);
 	free(buf);
+	if (fstatfs(fd, &sfs)) {
+		perror("fstatfs");
+		return T_EXIT_FAIL;
+	}
+	updates_block = sfs.f_type != EXT4_SUPER_MAGIC;
 	lazytime = t_mount_has_option(fd, "lazytime");
 	if (lazytime < 0)
 		return T_EXIT_FAIL;
