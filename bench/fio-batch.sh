@@ -10,6 +10,9 @@
 #               io_uring_enter() as soon as it is queued
 #   fio-batch   fio with iodepth_batch_submit=32 and
 #               iodepth_batch_complete_min=1: batches like ours
+#   fio-noalloc, fio-batch-noalloc
+#               the two fio ways with fallocate=none: fio's file is then
+#               written, not preallocated (unwritten) and then written
 # One line per run: BATCH <fs> <way> <iops> <write-punts> <sqes-per-enter>
 # (sqes-per-enter only for ours; -1 where unknown).
 # usage: fio-batch.sh BENCH-BINARY SECONDS
@@ -52,5 +55,15 @@ print("BATCH %s ours %d %d %.2f" % (sys.argv[1], j["total"]["iops"], j["punts_wr
 	punts_start
 	iops=$(fio_job "$dir" --iodepth_batch_submit=32 --iodepth_batch_complete_min=1)
 	echo "BATCH $fs fio-batch $iops $(punts_read) -1"
+	# fio preallocates its file (fallocate=native: unwritten extents) and
+	# lays it out with buffered writes, so the job starts on unwritten,
+	# dirty extents that writeback converts meanwhile; ours are written
+	# and fsynced.
+	punts_start
+	iops=$(fio_job "$dir" --fallocate=none)
+	echo "BATCH $fs fio-noalloc $iops $(punts_read) -1"
+	punts_start
+	iops=$(fio_job "$dir" --fallocate=none --iodepth_batch_submit=32 --iodepth_batch_complete_min=1)
+	echo "BATCH $fs fio-batch-noalloc $iops $(punts_read) -1"
 done
 exit $rc
