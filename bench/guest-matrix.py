@@ -29,6 +29,9 @@ import shlex
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402  (the matrix parser, shared with report.py)
+
 EVENT = "/sys/kernel/tracing/events/io_uring/io_uring_queue_async_work"
 TRIGGER = "hist:keys=opcode"
 WRITE_OPS = (2, 5, 23)   # WRITEV, WRITE_FIXED, WRITE
@@ -40,19 +43,21 @@ def log(msg):
     sys.stderr.flush()
 
 
-def punts_start():
+def trigger(cmd):
+    """Write cmd to the punt event's trigger file; False if it failed."""
     try:
         with open(EVENT + "/trigger", "w") as f:
-            f.write("!" + TRIGGER)
-    except OSError:
-        pass
-    try:
-        with open(EVENT + "/trigger", "w") as f:
-            f.write(TRIGGER)
+            f.write(cmd)
         return True
     except OSError as e:
-        log("no punt counts: {}".format(e))
+        if not cmd.startswith("!"):
+            log("no punt counts: {}".format(e))
         return False
+
+
+def punts_start():
+    trigger("!" + TRIGGER)  # one left behind by a killed run
+    return trigger(TRIGGER)
 
 
 def punts_read():
@@ -68,11 +73,7 @@ def punts_read():
 
 
 def punts_stop():
-    try:
-        with open(EVENT + "/trigger", "w") as f:
-            f.write("!" + TRIGGER)
-    except OSError:
-        pass
+    trigger("!" + TRIGGER)
 
 
 def bench_opts(args):
@@ -195,20 +196,6 @@ def run_bench(binpath, fs, dirpath, args, secs, seed):
     return r
 
 
-def matrix(path):
-    cells = []
-    with open(path) as f:
-        for line in f:
-            p = line.split(None, 2)
-            if not p or p[0].startswith("#"):
-                continue
-            if p[0] != "bench":
-                raise SystemExit("guest-matrix: {}: unknown line kind "
-                                 "'{}'".format(path, p[0]))
-            cells.append((p[1], p[2].strip() if len(p) > 2 else ""))
-    return cells
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bench", required=True)
@@ -224,7 +211,10 @@ def main():
     a = ap.parse_args()
     if not os.access(a.bench, os.X_OK):
         raise SystemExit("guest-matrix: no benchmark at " + a.bench)
-    cells = matrix(a.matrix)
+    try:
+        cells = results.matrix(a.matrix)
+    except (OSError, ValueError) as e:
+        raise SystemExit("guest-matrix: {}".format(e))
     rnd = random.Random(a.round)
     rnd.shuffle(cells)
     mnts = [m.split(":", 1) for m in os.environ.get("TEST_MNTS", "").split()]

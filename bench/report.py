@@ -49,17 +49,6 @@ FIO_Q = {
 }
 
 
-def matrix(path):
-    cells = []
-    with open(path) as f:
-        for line in f:
-            p = line.split(None, 2)
-            if not p or p[0].startswith("#"):
-                continue
-            cells.append((p[1], p[2].strip() if len(p) > 2 else ""))
-    return cells
-
-
 class Data:
     def __init__(self, recs):
         self.runs = {}      # (label, cell, fs, tool, variant) -> [result]
@@ -84,6 +73,13 @@ class Data:
         path = (BENCH_Q if tool == "bench" else FIO_Q)[q][0]
         return R.Series(R.dig(res, *path) for res in
                         self.runs.get((label, cell, fs, tool, variant), []))
+
+    def pair(self, cell, fs, tool, variant, q, fmt=None):
+        """"baseline / patched" medians of quantity q, formatted."""
+        fmt = fmt or num
+        b = self.series("baseline", cell, fs, tool, variant, q)
+        p = self.series("patched", cell, fs, tool, variant, q)
+        return "{} / {}".format(fmt(b.median), fmt(p.median))
 
     def compare(self, cell, fs, tool, variant, q):
         """(baseline series, patched series, ratio, A/A ratio, verdict)."""
@@ -255,7 +251,10 @@ def main():
     ap.add_argument("--notes", help="hand-written notes to append")
     a = ap.parse_args()
 
-    cells = matrix(a.matrix)
+    try:
+        cells = R.matrix(a.matrix)
+    except (OSError, ValueError) as e:
+        sys.exit("report.py: {}".format(e))
     recs, bad = R.load_jsonl(a.results)
     if not recs:
         sys.exit("report.py: no records in " + " ".join(a.results))
@@ -416,9 +415,8 @@ def main():
             if not len(b) and not len(p):
                 continue
 
-            def bp(q, f=num):
-                bb, pp, _, _, _ = d.compare(c, fs, "bench", None, q)
-                return "{} / {}".format(f(bb.median), f(pp.median))
+            def bp(q, f=None):
+                return d.pair(c, fs, "bench", None, q, f)
             if d.series("baseline", c, fs, "bench", None, "r_iops").median:
                 mixed = True
             w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} "
@@ -441,9 +439,8 @@ def main():
                 if not len(b) and not len(p):
                     continue
 
-                def bp(q, f=num):
-                    bb, pp, _, _, _ = d.compare(c, fs, "bench", None, q)
-                    return "{} / {}".format(f(bb.median), f(pp.median))
+                def bp(q, f=None):
+                    return d.pair(c, fs, "bench", None, q, f)
                 w("| {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     fs, spread(b), spread(p), rx(r), rx(aa), v,
                     bp("punts_r", lambda x: num(x, "{:.1f}")),
@@ -463,9 +460,8 @@ def main():
                     if not len(b) and not len(p):
                         continue
 
-                    def fp(q, f=num):
-                        bb, pp, _, _, _ = d.compare(c, fs, "fio", var, q)
-                        return "{} / {}".format(f(bb.median), f(pp.median))
+                    def fp(q, f=None):
+                        return d.pair(c, fs, "fio", var, q, f)
                     w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |"
                       .format(fs, var, spread(b), spread(p), rx(r), rx(aa),
                               v, fp("punts_w", lambda x: num(x, "{:.1f}")),

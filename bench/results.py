@@ -14,6 +14,22 @@ import math
 import statistics
 
 
+def matrix(path):
+    """The cells of a benchmark matrix file: [(cell, uring-overwrite
+    options)]. Lines: "bench <cell> <options>"; "#" starts a comment."""
+    cells = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            p = line.split(None, 2)
+            if not p or p[0].startswith("#"):
+                continue
+            if p[0] != "bench" or len(p) < 2:
+                raise ValueError("{}:{}: want 'bench <cell> <options>', got "
+                                 "'{}'".format(path, n, line.strip()))
+            cells.append((p[1], p[2].strip() if len(p) > 2 else ""))
+    return cells
+
+
 def load_jsonl(paths):
     """Records from JSON Lines files; unparsable lines are counted."""
     recs, bad = [], 0
