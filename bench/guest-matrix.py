@@ -126,7 +126,7 @@ def fio_twin(args):
     return opts, None
 
 
-def fio_summary(j, by_op, nops):
+def fio_summary(j, by_op):
     job = j["jobs"][0]
     out = {"fio_version": j.get("fio version")}
     for kind in ("write", "read"):
@@ -178,7 +178,7 @@ def run_fio(cell, variant, dirpath, opts, secs):
         j = json.loads(p.stdout[p.stdout.index("{"):])
     except ValueError:
         return {"error": "fio output unparsable"}
-    return fio_summary(j, by_op, None)
+    return fio_summary(j, by_op)
 
 
 def run_bench(binpath, fs, dirpath, args, secs, seed):

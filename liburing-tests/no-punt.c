@@ -123,8 +123,8 @@ struct worker {
 	unsigned int seed;
 	unsigned long done;
 	unsigned long not_inline;	/* writes whose CQE was not posted at submit */
-	unsigned long stale;		/* writes that were allowed to punt */
-	unsigned long stale_not_inline;	/* ... of which not inline */
+	unsigned long allowed;		/* writes that were allowed to punt */
+	unsigned long allowed_not_inline;	/* ... of which not inline */
 	/* batch n: the coarse clock at its submission, writes not reaped */
 	struct { uint64_t c0; unsigned int left; } bat[MAX_BATCHES];
 	/* the c0 of its oldest batch with writes in flight, or UINT64_MAX */
@@ -280,8 +280,8 @@ static void *writer(void *arg)
 			inl = reap(&ring, w);
 			w->not_inline += batch - inl;
 			if (stale || busy || t_ts_before(&c0, &c1)) {
-				w->stale += batch;
-				w->stale_not_inline += batch - inl;
+				w->allowed += batch;
+				w->allowed_not_inline += batch - inl;
 			}
 		}
 		/*
@@ -313,7 +313,7 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 		.len = CONTENDER_LEN, .data = cbuf,
 		.delay_us = CONTENDER_FAULT_US,
 	};
-	unsigned long not_inline = 0, stale = 0, allowed = 0, total = 0, bad;
+	unsigned long not_inline = 0, may = 0, allowed = 0, total = 0, bad;
 	struct timespec t0, t1;
 	unsigned int i;
 	char what[64];
@@ -358,8 +358,8 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 			err = 1;
 		}
 		not_inline += w[i].not_inline;
-		stale += w[i].stale;
-		allowed += w[i].stale_not_inline;
+		may += w[i].allowed;
+		allowed += w[i].allowed_not_inline;
 		total += w[i].done;
 	}
 	if (with_contender) {
@@ -383,9 +383,9 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 	bad = not_inline - allowed;
 	printf("%s: %lu writes, %lu not inline (%.1f per 1000), %lu of them allowed; %lu writes allowed to punt (stale timestamps, a tick or an update in flight at submission); %ld punts traced; %ld clock ticks\n",
 	       what, total,
-	       not_inline, 1000.0 * not_inline / total, allowed, stale, punts,
+	       not_inline, 1000.0 * not_inline / total, allowed, may, punts,
 	       t_ticks_between(&t0, &t1));
-	*judged += total - stale;
+	*judged += total - may;
 	if (punts != (long)not_inline) {
 		fprintf(stderr, "%s: %ld punts traced but %lu writes not inline: the two counts must agree\n",
 			what, punts, not_inline);
