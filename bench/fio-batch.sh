@@ -6,13 +6,16 @@
 # uring-overwrite disagree because of how they batch submissions:
 #   ours        uring-overwrite -t 4 -q 32: fills the queue, then one
 #               io_uring_enter() for the batch
-#   fio         fio's defaults: iodepth_batch_submit=1, one SQE per
-#               io_uring_enter() as soon as it is queued
-#   fio-batch   fio with iodepth_batch_submit=32 and
+#   fio-fresh   fio on a file of its own making: a write-only job unlinks
+#               the file, preallocates a new one and lays it out, and that
+#               leaves nothing in the page cache, so the first write to
+#               every block finds it uncached
+#   fio         fio's defaults (iodepth_batch_submit=1: one SQE per
+#               io_uring_enter() as soon as it is queued), on a file
+#               prefilled as ours is (written, fsynced, read back) and kept
+#               (overwrite=1)
+#   fio-batch   as fio, with iodepth_batch_submit=32 and
 #               iodepth_batch_complete_min=1: batches like ours
-#   fio-noalloc, fio-batch-noalloc
-#               the two fio ways with fallocate=none: fio's file is then
-#               written, not preallocated (unwritten) and then written
 # One line per run: BATCH <fs> <way> <iops> <write-punts> <sqes-per-enter>
 # (sqes-per-enter only for ours; -1 where unknown).
 # usage: fio-batch.sh BENCH-BINARY SECONDS
@@ -39,6 +42,11 @@ fio_job() {
 		echo -1
 	rm -f "$dir/fio-file"
 }
+# As uring-overwrite's prefill: write, fsync, read back.
+prefill() {
+	dd if=/dev/zero of="$1/fio-file" bs=1M count=32 conv=fsync status=none &&
+		cat "$1/fio-file" >/dev/null
+}
 rc=0
 for m in $TEST_MNTS; do
 	fs=${m%%:*} dir=${m#*:}
@@ -49,21 +57,17 @@ import json, sys
 j = json.load(sys.stdin)
 print("BATCH %s ours %d %d %.2f" % (sys.argv[1], j["total"]["iops"], j["punts_write"],
       j["submit_calls"]["mean_batch"]))' "$fs" || rc=1
+	rm -f "$dir/fio-file"
 	punts_start
 	iops=$(fio_job "$dir")
+	echo "BATCH $fs fio-fresh $iops $(punts_read) -1"
+	prefill "$dir" || rc=1
+	punts_start
+	iops=$(fio_job "$dir" --overwrite=1)
 	echo "BATCH $fs fio $iops $(punts_read) -1"
+	prefill "$dir" || rc=1
 	punts_start
-	iops=$(fio_job "$dir" --iodepth_batch_submit=32 --iodepth_batch_complete_min=1)
+	iops=$(fio_job "$dir" --overwrite=1 --iodepth_batch_submit=32 --iodepth_batch_complete_min=1)
 	echo "BATCH $fs fio-batch $iops $(punts_read) -1"
-	# fio preallocates its file (fallocate=native: unwritten extents) and
-	# lays it out with buffered writes, so the job starts on unwritten,
-	# dirty extents that writeback converts meanwhile; ours are written
-	# and fsynced.
-	punts_start
-	iops=$(fio_job "$dir" --fallocate=none)
-	echo "BATCH $fs fio-noalloc $iops $(punts_read) -1"
-	punts_start
-	iops=$(fio_job "$dir" --fallocate=none --iodepth_batch_submit=32 --iodepth_batch_complete_min=1)
-	echo "BATCH $fs fio-batch-noalloc $iops $(punts_read) -1"
 done
 exit $rc

@@ -8,10 +8,15 @@ usage: guest-matrix.py --bench BIN --matrix FILE --seconds N --round R
 For every mounted scratch file system (TEST_MNTS from vm/run) and every
 cell of the matrix, in an order shuffled by the round number (the same
 order on every kernel in a round), run bench/uring-overwrite, then its fio
-twins: the same block size, jobs, depth, file size and mix, once on a
-cached file (fio lays the file out and keeps it: invalidate=0) and once
-dropped from the page cache first (invalidate=1, fio's default). Each run
-appends one JSON object to --out (JSON Lines):
+twins: the same block size, jobs, depth, file size and mix, on a file
+prefilled the way uring-overwrite prefills its own (written, fsynced and
+read back), once kept in the page cache (invalidate=0) and once dropped
+from it when fio opens it (invalidate=1, fio's default). fio runs with
+overwrite=1 so that it uses the prefilled file: without it, a write-only
+fio job unlinks the file, creates a new one and preallocates it, and its
+layout leaves nothing cached, so every write starts on an uncached range
+(docs/results.md, 2026-12-04). Each run appends one JSON object to --out
+(JSON Lines):
 
   {"round", "label", "cell", "fs", "tool": "bench" | "fio",
    "variant": null | "cached" | "dropped", "result": {...}}
@@ -25,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shlex
 import subprocess
 import sys
@@ -153,13 +159,47 @@ def fio_summary(j, by_op):
     return out
 
 
-def run_fio(cell, variant, dirpath, opts, secs):
+def size_bytes(s):
+    """A size as uring-overwrite's -s takes it: digits and an optional
+    K, M or G (powers of 1024)."""
+    m = re.fullmatch(r"(\d+)([KMG]?)", s.strip().upper())
+    if not m:
+        raise ValueError("bad size '{}'".format(s))
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
+
+
+def prefill(path, size):
+    """Write [0, size) in 1 MiB chunks, fsync, and read it back, as
+    uring-overwrite prefills its file."""
+    chunk = bytes(range(256)) * 4096
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        off = 0
+        while off < size:
+            n = os.pwrite(fd, chunk[:min(len(chunk), size - off)], off)
+            off += n
+        os.fsync(fd)
+        off = 0
+        while off < size:
+            n = len(os.pread(fd, min(len(chunk), size - off), off))
+            if not n:
+                raise OSError("short read back of " + path)
+            off += n
+    finally:
+        os.close(fd)
+
+
+def run_fio(cell, variant, dirpath, opts, secs, size):
     fname = os.path.join(dirpath, "fio-file")
     inval = "0" if variant == "cached" else "1"
     cmd = ["fio", "--output-format=json", "--name=" + cell,
            "--directory=" + dirpath, "--filename=fio-file",
            "--runtime={}".format(secs), "--time_based", "--group_reporting",
-           "--randrepeat=0", "--invalidate=" + inval] + opts
+           "--randrepeat=0", "--overwrite=1", "--invalidate=" + inval] + opts
+    try:
+        prefill(fname, size)
+    except OSError as e:
+        return {"error": "fio prefill: {}".format(e)}
     traced = punts_start()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -248,9 +288,11 @@ def main():
                 opts, why = fio_twin(args)
                 if opts is None:
                     continue
+                size = size_bytes(bench_opts(args)[0]["s"])
                 for variant in ("cached", "dropped"):
                     emit(cell, fs, "fio", variant,
-                         run_fio(cell, variant, dirpath, opts, a.seconds))
+                         run_fio(cell, variant, dirpath, opts, a.seconds,
+                                 size))
     return failed
 
 
