@@ -6,8 +6,8 @@ usage: guest-matrix.py --bench BIN --matrix FILE --seconds N --round R
                        --label LABEL [--out FILE.jsonl] [--no-fio]
 
 For every mounted scratch file system (TEST_MNTS from vm/run) and every
-cell of the matrix, in an order shuffled by the round number (the same
-order on every kernel in a round), run bench/uring-overwrite, then its fio
+cell of the matrix, both in orders shuffled by the round number (the same
+orders on every kernel in a round), run bench/uring-overwrite, then its fio
 twins: the same block size, jobs, depth, file size and mix, on a file
 prefilled the way uring-overwrite prefills its own (written, fsynced and
 read back), once kept in the page cache (invalidate=0) and once dropped
@@ -218,7 +218,9 @@ def run_fio(cell, variant, dirpath, opts, secs, size):
         j = json.loads(p.stdout[p.stdout.index("{"):])
     except ValueError:
         return {"error": "fio output unparsable"}
-    return fio_summary(j, by_op)
+    out = fio_summary(j, by_op)
+    out["file"] = "prefilled"
+    return out
 
 
 def run_bench(binpath, fs, dirpath, args, secs, seed):
@@ -260,6 +262,8 @@ def main():
     mnts = [m.split(":", 1) for m in os.environ.get("TEST_MNTS", "").split()]
     if not mnts:
         raise SystemExit("guest-matrix: no scratch file system (TEST_MNTS)")
+    # The fs configs too: none always runs first after boot.
+    rnd.shuffle(mnts)
     have_fio = not a.no_fio and subprocess.run(
         ["sh", "-c", "command -v fio"], capture_output=True).returncode == 0
     if not a.no_fio and not have_fio:

@@ -6,8 +6,9 @@ Each record is one run of a cell on one kernel in one round (see
 bench/guest-matrix.py). The kernels are labelled baseline, patched and
 baseline-aa (the baseline kernel again: the A/A control). Per cell and fs
 the report gives each kernel's median over the rounds with its min-max,
-the ratio of the medians, the A/A ratio measured the same way, and the
-verdict of bench/results.py: faster or slower only when the ranges do not
+the ratio of the medians, the A/A band (how far the same ratio moves
+between two runs of the baseline, under a bootstrap of their rounds), and
+the verdict of bench/results.py: faster or slower only when the ranges do not
 overlap and the ratio is outside the A/A band, else "no change".
 """
 import argparse
@@ -82,14 +83,35 @@ class Data:
         return "{} / {}".format(fmt(b.median), fmt(p.median))
 
     def compare(self, cell, fs, tool, variant, q):
-        """(baseline series, patched series, ratio, A/A ratio, verdict)."""
+        """(baseline series, patched series, ratio, A/A band, verdict)."""
         hib = (BENCH_Q if tool == "bench" else FIO_Q)[q][1]
         b = self.series("baseline", cell, fs, tool, variant, q)
         p = self.series("patched", cell, fs, tool, variant, q)
         a = self.series("baseline-aa", cell, fs, tool, variant, q)
         r = R.ratio(p.median, b.median)
-        aa = R.ratio(a.median, b.median)
-        return b, p, r, aa, R.verdict(b, p, R.band(aa), hib)
+        aa = R.aa_band(b, a)
+        return b, p, r, aa, R.verdict(b, p, aa, hib)
+
+
+def fio_method(d):
+    """How this run's fio twins got their file: guest-matrix.py marks
+    results on a prefilled file; runs before that let fio make its own."""
+    fio = [res for key, runs in d.runs.items() if key[3] == "fio"
+           for res in runs]
+    if not fio:
+        return "fio did not run."
+    if all(res.get("file") == "prefilled" for res in fio):
+        return ("fio runs every cell that has a twin on a file prefilled as "
+                "ours is (written, fsynced, read back; `overwrite=1` keeps "
+                "it), once cached (`invalidate=0`) and once dropped from the "
+                "cache when fio opens it (`invalidate=1`, fio's default).")
+    return ("fio ran every cell that has a twin on a file of its own making "
+            "(this run predates the prefilled twins), once with "
+            "`invalidate=0` (\"cached\") and once with `invalidate=1` "
+            "(\"dropped\"). A write-only fio job recreates its file and its "
+            "layout leaves nothing in the page cache, so both started on an "
+            "uncached file: fio's columns here do not measure cached "
+            "overwrites (see the notes).")
 
 
 def num(v, fmt="{:.0f}"):
@@ -289,19 +311,20 @@ def main():
     w("")
     w("How to read: every figure is the median over the rounds, with the "
       "min-max in brackets. Under TCG absolute times are not real; compare "
-      "the ratio patched/baseline of the medians, against the A/A ratio "
-      "(baseline/baseline, the same method) of the same cell. A cell is "
+      "the ratio patched/baseline of the medians, against the A/A band "
+      "of the same cell: the ratio of medians of two runs of the baseline "
+      "kernel (the same method), as a factor either way, widened to the "
+      "95th percentile of that factor over 2000 bootstrap resamples of "
+      "the two runs' rounds. A cell is "
       "**faster** or **slower** only when the two kernels' min-max ranges "
-      "do not overlap and the ratio lies outside the A/A band (the A/A "
-      "ratio as a factor either way); otherwise it is \"no change\", "
+      "do not overlap and the ratio lies outside the A/A band; otherwise "
+      "it is \"no change\", "
       "whatever the ratio's sign. Punts per 1000 writes (and per 1000 "
       "reads) are counted by opcode by a hist trigger on "
       "`io_uring:io_uring_queue_async_work` and do not depend on speed. "
       "Submission latency is one sample per `io_uring_submit()` call; "
       "percentiles come from histograms with 64 buckets per power of two "
-      "(at most 1.6% high). fio runs every cell that has a twin, once on "
-      "a cached file (`invalidate=0`) and once dropped from the cache "
-      "first (`invalidate=1`, fio's default).")
+      "(at most 1.6% high). " + fio_method(d))
     w("")
 
     # A/A summary.
@@ -309,8 +332,8 @@ def main():
     for c, _ in cells:
         for fs in d.fss:
             _, _, _, aa, _ = d.compare(c, fs, "bench", None, "iops")
-            if R.band(aa):
-                bands.append((R.band(aa), c, fs))
+            if aa:
+                bands.append((aa, c, fs))
     if bands:
         bands.sort()
         med = bands[len(bands) // 2][0]
@@ -341,7 +364,7 @@ def main():
     w("IOPS ratio patched/baseline (medians) with the verdict, our tool "
       "and fio's twin; punts per 1000 writes, baseline -> patched.")
     w("")
-    w("| cell | fs | ours | A/A | verdict | fio cached | verdict | "
+    w("| cell | fs | ours | A/A band | verdict | fio cached | verdict | "
       "fio dropped | verdict | punts/1000 writes | tools |")
     w("|---|---|---|---|---|---|---|---|---|---|---|")
     differ = []
@@ -404,7 +427,7 @@ def main():
         w("")
         w("`uring-overwrite {}`".format(args))
         w("")
-        w("| fs | IOPS base | IOPS patched | ratio | A/A | verdict | "
+        w("| fs | IOPS base | IOPS patched | ratio | A/A band | verdict | "
           "punts/1000 writes base / patched | io-wq workers | "
           "submit p50 | submit p99 | complete p99 | CPU us/write | "
           "SQEs per submit |")
@@ -430,7 +453,7 @@ def main():
             w("")
             w("The readers of this cell:")
             w("")
-            w("| fs | read IOPS base | read IOPS patched | ratio | A/A | "
+            w("| fs | read IOPS base | read IOPS patched | ratio | A/A band | "
               "verdict | punts/1000 reads base / patched | read p50 | "
               "read p99 |")
             w("|---|---|---|---|---|---|---|---|---|")
@@ -450,7 +473,7 @@ def main():
             w("")
             w("fio twins (same block size, jobs, depth, file size and mix):")
             w("")
-            w("| fs | file | fio IOPS base | fio IOPS patched | ratio | A/A "
+            w("| fs | file | fio IOPS base | fio IOPS patched | ratio | A/A band "
               "| verdict | punts/1000 writes base / patched | slat mean "
               "base / patched | clat p99 base / patched |")
             w("|---|---|---|---|---|---|---|---|---|---|")

@@ -4,13 +4,15 @@ Lines, medians with their spread, ratios, and the verdict rule.
 
 The verdict rule (docs/results.md says it in words): a cell is "faster" or
 "slower" only when the two kernels' ranges over the rounds do not overlap
-and the ratio of their medians lies outside the cell's A/A band, the ratio
-the same method measured between two runs of the baseline kernel (as a
-factor either way). Anything else is "no change", whatever its sign; with
+and the ratio of their medians lies outside the cell's A/A band: how far
+the ratio of medians between two runs of the baseline kernel, measured the
+same way, moves under a bootstrap of their rounds (aa_band(), as a factor
+either way, never below the measured A/A ratio). Anything else is "no change", whatever its sign; with
 fewer than MIN_ROUNDS rounds on a side there is no verdict ("-").
 """
 import json
 import math
+import random
 import statistics
 
 
@@ -86,10 +88,42 @@ def ratio(a, b):
 
 
 def band(aa_ratio):
-    """The A/A band as a factor >= 1, from one A/A ratio of medians."""
+    """One A/A ratio of medians as a factor >= 1."""
     if aa_ratio is None or aa_ratio <= 0:
         return None
     return max(aa_ratio, 1 / aa_ratio)
+
+
+# The A/A band: this quantile of the A/A ratio of medians (as a factor
+# either way) over bootstrap resamples of the two baseline runs' rounds.
+BAND_QUANTILE = 0.95
+BAND_RESAMPLES = 2000
+
+
+def aa_band(base, aa):
+    """The A/A band of a cell as a factor >= 1: how far the ratio of
+    medians of two runs of the same kernel moves when each run's rounds
+    are resampled with replacement (BAND_RESAMPLES times, a fixed seed, so
+    a report is reproducible), at BAND_QUANTILE; never below the measured
+    A/A ratio itself. None with fewer than MIN_ROUNDS rounds on a side or
+    a median of 0."""
+    if len(base) < MIN_ROUNDS or len(aa) < MIN_ROUNDS:
+        return None
+    point = band(ratio(aa.median, base.median))
+    if point is None:
+        return None
+    rnd = random.Random(0)
+    factors = []
+    for _ in range(BAND_RESAMPLES):
+        b = statistics.median(rnd.choices(base.v, k=len(base.v)))
+        a = statistics.median(rnd.choices(aa.v, k=len(aa.v)))
+        f = band(ratio(a, b))
+        if f is None:
+            return None
+        factors.append(f)
+    factors.sort()
+    q = factors[min(len(factors) - 1, int(BAND_QUANTILE * len(factors)))]
+    return max(point, q)
 
 
 # Fewer rounds than this on either side give no verdict: a range of one or

@@ -41,6 +41,16 @@ check("outside the band but overlapping: no change",
       R.verdict(S([100, 101, 200]), S([150, 151, 152]), 1.05), "no change")
 check("lower is better: fewer punts read faster",
       R.verdict(S([10, 11, 12]), S([1, 1, 2]), 1.1, False), "faster")
+check("A/A band of identical runs", R.aa_band(S([100] * 5), S([100] * 5)), 1.0)
+check("A/A band never below the point ratio",
+      R.aa_band(S([100, 100, 100]), S([120, 120, 120])) >= 1.2, True)
+noisy = R.aa_band(S([90, 100, 110, 95, 105]), S([92, 99, 108, 97, 104]))
+check("A/A band of noisy runs: wider than their ratio of medians",
+      noisy > R.band(R.ratio(S([92, 99, 108, 97, 104]).median,
+                             S([90, 100, 110, 95, 105]).median)), True)
+check("A/A band reproducible", noisy,
+      R.aa_band(S([90, 100, 110, 95, 105]), S([92, 99, 108, 97, 104])))
+check("A/A band: two rounds give none", R.aa_band(S([1, 2]), S([1, 2])), None)
 check("no A/A: no verdict", R.verdict(S([1, 2, 3]), S([7, 8, 9]), None),
       "-")
 check("two rounds: no verdict", R.verdict(S([1, 2]), S([7, 8]), 1.01), "-")
