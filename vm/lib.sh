@@ -12,7 +12,7 @@ FLAVOURS="baseline patched debug"
 # Built and booted only when asked for by name: the series plus the
 # deliberately wrong patches in kernel/broken/, which the tests must catch
 # (vm/test-the-tests).
-EXTRA_FLAVOURS="broken broken-tear"
+EXTRA_FLAVOURS="broken broken-tear broken-copy broken-stamp"
 
 # The deliberately wrong patch of each broken flavour (a glob in
 # kernel/broken/).
@@ -20,6 +20,8 @@ broken_patch() {
 	case "$1" in
 	broken) echo "0001-*.patch" ;;	# dirties only the first folio
 	broken-tear) echo "0002-*.patch" ;;	# locks each folio only for its copy
+	broken-copy) echo "0003-*.patch" ;;	# XFS copies the source under its locks
+	broken-stamp) echo "0004-*.patch" ;;	# ext4 NOWAIT stamps before the gate
 	esac
 }
 PROG=$(basename "$0")
