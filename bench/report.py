@@ -55,7 +55,12 @@ class Data:
         self.runs = {}      # (label, cell, fs, tool, variant) -> [result]
         self.errors = []
         self.fss, self.rounds, self.kernel = [], set(), {}
+        # The first fs config of each boot: whether the fs order was
+        # shuffled (guest-matrix.py since 2026-12-04) shows in the data.
+        self.first_fs = {}
         for r in recs:
+            self.first_fs.setdefault((r.get("round"), r.get("label")),
+                                     r.get("fs"))
             key = (r.get("label"), r.get("cell"), r.get("fs"),
                    r.get("tool"), r.get("variant"))
             res = r.get("result") or {}
@@ -301,10 +306,14 @@ def main():
                      d.kernel.get("patched", "?")))
     w("- Commit: `{}`".format(a.commit))
     w("- Method: {} rounds; in each round every kernel boots once and "
-      "runs every cell on every fs config, {} s a cell, cells in an order "
-      "shuffled per round (the same on every kernel); the kernels' order "
-      "changes from round to round ({}).".format(
-          len(d.rounds), a.seconds or "?", a.order or "see vm/report"))
+      "runs every cell on every fs config, {} s a cell, {} (the same on "
+      "every kernel); the kernels' order changes from round to round "
+      "({}).".format(
+          len(d.rounds), a.seconds or "?",
+          "the fs configs and the cells in orders shuffled per round"
+          if len(set(d.first_fs.values())) > 1 else
+          "cells in an order shuffled per round, the fs configs always in "
+          "the same order", a.order or "see vm/report"))
     if bad or d.errors:
         w("- Failed runs: {} (listed at the end); unparsable lines: {}"
           .format(len(d.errors), bad))
