@@ -12,7 +12,7 @@ FLAVOURS="baseline patched debug"
 # Built and booted only when asked for by name: the series plus the
 # deliberately wrong patches in kernel/broken/, which the tests must catch
 # (vm/test-the-tests).
-EXTRA_FLAVOURS="broken broken-tear broken-copy broken-stamp"
+EXTRA_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log"
 
 # The deliberately wrong patch of each broken flavour (a glob in
 # kernel/broken/).
@@ -22,6 +22,7 @@ broken_patch() {
 	broken-tear) echo "0002-*.patch" ;;	# locks each folio only for its copy
 	broken-copy) echo "0003-*.patch" ;;	# XFS copies the source under its locks
 	broken-stamp) echo "0004-*.patch" ;;	# ext4 NOWAIT stamps before the gate
+	broken-log) echo "0005-*.patch" ;;	# NOWAIT stamps never logged by the work
 	esac
 }
 PROG=$(basename "$0")

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: a NOWAIT overwrite of cached data must succeed when the
+ *		file's c/mtime are stale, on every mount, and its new times
+ *		must be logged soon without an fsync. Three parts:
+ *		- stale: in each NOWAIT mode (pwritev2 and io_uring with
+ *		  RWF_NOWAIT), after the clock has ticked past the file's
+ *		  times, a cached 4 KiB overwrite must complete (no -EAGAIN)
+ *		  and stat must show a later mtime and ctime at once. A
+ *		  feature test: 6.12 XFS returns -EAGAIN on a default mount,
+ *		  6.12 ext4 -EOPNOTSUPP on every mount.
+ *		- logged (mounts without lazytime): after such a write and a
+ *		  short wait (TEST_STAMP_WAIT_MS, default 1000), the file
+ *		  system is shut down with a log flush and no data or inode
+ *		  writeback (the XFS_IOC_GOINGDOWN / EXT4_IOC_SHUTDOWN ioctl,
+ *		  LOGFLUSH), remounted, and the file's mtime and ctime must be
+ *		  the write's: they were logged, as a blocking writer's are,
+ *		  not left in memory for lazytime writeback. On lazytime
+ *		  mounts times persist lazily by design; the part says so and
+ *		  is not run.
+ *		- privs: a writer without CAP_FSETID overwrites its own
+ *		  setuid/setgid file in every mode. NOWAIT writes must be
+ *		  refused and leave the mode and data alone (stripping the
+ *		  bits needs the blocking path); io_uring and pwritev2 writes
+ *		  must complete and strip both bits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+#define FSIZE		(256 * 1024)
+#define WLEN		4096
+#define ROUNDS		8
+
+/* XFS_IOC_GOINGDOWN and EXT4_IOC_SHUTDOWN are the same ioctl. */
+#define T_IOC_GOINGDOWN		_IOR('X', 125, uint32_t)
+#define T_GOING_FLAGS_LOGFLUSH	0x1
+
+static struct io_uring ring;
+static unsigned char buf[WLEN], back[WLEN];
+
+static int ts_later(const struct timespec *a, const struct timespec *b)
+{
+	return b->tv_sec > a->tv_sec ||
+	       (b->tv_sec == a->tv_sec && b->tv_nsec > a->tv_nsec);
+}
+
+static int ts_equal(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* A cached, fsynced file of FSIZE bytes of generation 1; fd or -1. */
+static int new_file(const char *tag, char *path, size_t plen)
+{
+	static unsigned char fill[FSIZE];
+	int fd = t_create_file(tag, 0, path, plen);
+
+	t_fill_pattern(fill, FSIZE, 0, 1);
+	if (pwrite(fd, fill, FSIZE, 0) != FSIZE || fsync(fd) ||
+	    pread(fd, fill, FSIZE, 0) != FSIZE) {
+		perror("setup");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * One NOWAIT overwrite at @off with the times stale; it must complete,
+ * land, and move mtime and ctime. Fills @after. 0 or 1 (printed).
+ */
+static int stale_write(int fd, const char *path, enum t_wmode m, off_t off,
+		       uint32_t gen, const char *what, struct stat *after)
+{
+	struct stat before, by_path;
+	ssize_t ret;
+
+	t_next_tick();
+	if (fstat(fd, &before)) {
+		perror("fstat");
+		return 1;
+	}
+	t_fill_pattern(buf, WLEN, off, gen);
+	ret = t_wmode_write(&ring, m, fd, buf, WLEN, off, 0);
+	if (ret != WLEN) {
+		fprintf(stderr, "%s [%s]: a cached overwrite with stale times returned %s%s\n",
+			what, t_wmode_name(m), ret < 0 ? "-" : "",
+			ret < 0 ? t_errno_name((int)-ret) : "a short count");
+		return 1;
+	}
+	if (fstat(fd, after) || stat(path, &by_path)) {
+		perror("stat");
+		return 1;
+	}
+	if (!ts_later(&before.st_mtim, &after->st_mtim) ||
+	    !ts_later(&before.st_ctim, &after->st_ctim)) {
+		fprintf(stderr, "%s [%s]: the write completed but mtime %ld.%09ld ctime %ld.%09ld did not move past %ld.%09ld / %ld.%09ld\n",
+			what, t_wmode_name(m),
+			(long)after->st_mtim.tv_sec, after->st_mtim.tv_nsec,
+			(long)after->st_ctim.tv_sec, after->st_ctim.tv_nsec,
+			(long)before.st_mtim.tv_sec, before.st_mtim.tv_nsec,
+			(long)before.st_ctim.tv_sec, before.st_ctim.tv_nsec);
+		return 1;
+	}
+	if (!ts_equal(&by_path.st_mtim, &after->st_mtim)) {
+		fprintf(stderr, "%s [%s]: stat by path and fstat disagree on mtime\n",
+			what, t_wmode_name(m));
+		return 1;
+	}
+	if (pread(fd, back, WLEN, off) != WLEN ||
+	    t_check_pattern(back, WLEN, off, gen) >= 0) {
+		fprintf(stderr, "%s [%s]: the write completed but its data is not in the file\n",
+			what, t_wmode_name(m));
+		return 1;
+	}
+	return 0;
+}
+
+static int part_stale(void)
+{
+	static const enum t_wmode modes[] = { T_URING_NOWAIT, T_PWRITEV2_NOWAIT };
+	char path[PATH_MAX];
+	struct stat st;
+	unsigned int i, r;
+	int fd, bad = 0;
+
+	fd = new_file("nowait-stamp", path, sizeof(path));
+	if (fd < 0)
+		return 1;
+	for (i = 0; i < 2; i++) {
+		for (r = 0; r < ROUNDS && !bad; r++)
+			bad = stale_write(fd, path, modes[i], (off_t)r * 3 * WLEN,
+					  2 + r, "stale", &st);
+		if (bad)
+			break;
+		printf("stale [%s]: %u writes with stale times completed and moved c/mtime\n",
+		       t_wmode_name(modes[i]), ROUNDS);
+	}
+	close(fd);
+	return bad;
+}
+
+/* The mount holding @path: mount point, device and fs type. */
+static int find_mount(const char *path, char *mnt, char *dev, char *type,
+		      size_t len)
+{
+	char line[4096], m[PATH_MAX], d[PATH_MAX], t[64], real[PATH_MAX];
+	size_t best = 0, n;
+	FILE *f;
+
+	if (!realpath(path, real))
+		return -1;
+	f = fopen("/proc/self/mounts", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%4095s %4095s %63s", d, m, t) != 3)
+			continue;
+		n = strlen(m);
+		if (strncmp(real, m, n) || (real[n] != '/' && real[n] != '\0' &&
+					    strcmp(m, "/")))
+			continue;
+		if (n >= best) {
+			best = n;
+			snprintf(mnt, len, "%s", m);
+			snprintf(dev, len, "%s", d);
+			snprintf(type, len, "%s", t);
+		}
+	}
+	fclose(f);
+	return best ? 0 : -1;
+}
+
+static int part_logged(void)
+{
+	char path[PATH_MAX], mnt[PATH_MAX], dev[PATH_MAX], type[PATH_MAX];
+	unsigned int wait_ms = t_env_uint("TEST_STAMP_WAIT_MS", 1000, 0, 60000);
+	uint32_t flags = T_GOING_FLAGS_LOGFLUSH;
+	struct stat st, disk;
+	int fd, i, ret;
+
+	if (find_mount(t_test_dir(), mnt, dev, type, sizeof(mnt))) {
+		fprintf(stderr, "logged: cannot find the mount of %s\n", t_test_dir());
+		return 1;
+	}
+	fd = new_file("nowait-stamp-logged", path, sizeof(path));
+	if (fd < 0)
+		return 1;
+	if (stale_write(fd, path, T_URING_NOWAIT, 0, 9, "logged", &st)) {
+		close(fd);
+		return 1;
+	}
+	usleep(wait_ms * 1000);
+	/* Flush the log, write back nothing, refuse all I/O from now on. */
+	if (ioctl(fd, T_IOC_GOINGDOWN, &flags)) {
+		fprintf(stderr, "logged: shutdown ioctl on %s: %s\n", mnt, strerror(errno));
+		close(fd);
+		return 1;
+	}
+	close(fd);
+	for (i = 0; (ret = umount(mnt)) && errno == EBUSY && i < 50; i++)
+		usleep(100 * 1000);
+	if (ret) {
+		fprintf(stderr, "logged: umount %s: %s\n", mnt, strerror(errno));
+		return 1;
+	}
+	if (mount(dev, mnt, type, 0, NULL)) {
+		fprintf(stderr, "logged: mount %s on %s (%s): %s; later tests will fail\n",
+			dev, mnt, type, strerror(errno));
+		return 1;
+	}
+	if (stat(path, &disk)) {
+		fprintf(stderr, "logged: stat %s after remount: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (!ts_equal(&disk.st_mtim, &st.st_mtim) ||
+	    !ts_equal(&disk.st_ctim, &st.st_ctim)) {
+		fprintf(stderr, "logged: the NOWAIT write's times were not logged within %u ms: on disk mtime %ld.%09ld ctime %ld.%09ld, the write set %ld.%09ld / %ld.%09ld\n",
+			wait_ms, (long)disk.st_mtim.tv_sec, disk.st_mtim.tv_nsec,
+			(long)disk.st_ctim.tv_sec, disk.st_ctim.tv_nsec,
+			(long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+			(long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+		return 1;
+	}
+	printf("logged: the NOWAIT write's mtime and ctime were on disk after %u ms, a log flush and a shutdown\n",
+	       wait_ms);
+	return 0;
+}
+
+/* In a child without CAP_FSETID that owns the file. */
+static int privs_child(const char *path)
+{
+	struct io_uring cring;
+	enum t_wmode m;
+	struct stat st;
+	int fd, bad = 0;
+
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)) {
+		perror("privs: drop to uid/gid 65534");
+		return 1;
+	}
+	fd = open(path, O_RDWR);
+	if (fd < 0 || io_uring_queue_init(4, &cring, 0)) {
+		perror("privs: open or ring");
+		return 1;
+	}
+	for (m = 0; m < T_NR_WMODES; m++) {
+		ssize_t ret;
+
+		if (fchmod(fd, 06777)) {
+			perror("privs: fchmod 06777");
+			return 1;
+		}
+		t_next_tick();
+		t_fill_pattern(buf, WLEN, 0, 20 + m);
+		ret = t_wmode_write(&cring, m, fd, buf, WLEN, 0, 0);
+		if (fstat(fd, &st) || pread(fd, back, WLEN, 0) != WLEN) {
+			perror("privs: fstat or pread");
+			return 1;
+		}
+		if (t_wmode_nowait(m)) {
+			if (ret != -EAGAIN && ret != -EOPNOTSUPP) {
+				fprintf(stderr, "privs [%s]: a write that must strip setuid/setgid returned %zd, not a refusal\n",
+					t_wmode_name(m), ret);
+				bad = 1;
+			} else if ((st.st_mode & 07777) != 06777 ||
+				   t_check_pattern(back, WLEN, 0, 20 + m) < 0) {
+				fprintf(stderr, "privs [%s]: a refused write changed the mode (%04o) or the data\n",
+					t_wmode_name(m), st.st_mode & 07777);
+				bad = 1;
+			}
+			continue;
+		}
+		if (ret != WLEN) {
+			fprintf(stderr, "privs [%s]: returned %zd\n", t_wmode_name(m), ret);
+			bad = 1;
+		} else if (st.st_mode & 06000) {
+			fprintf(stderr, "privs [%s]: the write completed and left mode %04o: setuid/setgid not stripped\n",
+				t_wmode_name(m), st.st_mode & 07777);
+			bad = 1;
+		} else if (t_check_pattern(back, WLEN, 0, 20 + m) >= 0) {
+			fprintf(stderr, "privs [%s]: the write completed but its data is not in the file\n",
+				t_wmode_name(m));
+			bad = 1;
+		}
+	}
+	if (!bad)
+		printf("privs: NOWAIT writes refused, mode and data untouched; blocking and io_uring writes stripped setuid/setgid\n");
+	return bad;
+}
+
+static int part_privs(void)
+{
+	char path[PATH_MAX];
+	int fd, status;
+	pid_t pid;
+
+	fd = new_file("nowait-stamp-privs", path, sizeof(path));
+	if (fd < 0)
+		return 1;
+	if (fchown(fd, 65534, 65534)) {
+		perror("privs: fchown");
+		return 1;
+	}
+	close(fd);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		return 1;
+	}
+	if (!pid)
+		_exit(privs_child(path));
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+		fprintf(stderr, "privs: the child did not exit normally\n");
+		return 1;
+	}
+	return WEXITSTATUS(status) ? 1 : 0;
+}
+
+int main(void)
+{
+	char path[PATH_MAX];
+	int fd, lazytime, bad = 0;
+
+	if (io_uring_queue_init(8, &ring, 0)) {
+		fprintf(stderr, "io_uring_queue_init failed\n");
+		return T_EXIT_FAIL;
+	}
+	fd = t_create_file("nowait-stamp-probe", 0, path, sizeof(path));
+	lazytime = t_mount_has_option(fd, "lazytime");
+	close(fd);
+	if (lazytime < 0) {
+		fprintf(stderr, "cannot read the mount options\n");
+		return T_EXIT_FAIL;
+	}
+	printf("fs %s, lazytime %s\n", t_test_fs(), lazytime ? "yes" : "no");
+
+	bad |= part_stale();
+	bad |= part_privs();
+	if (lazytime)
+		printf("logged: not run on a lazytime mount (its times persist lazily by design)\n");
+	else if (!bad)
+		bad |= part_logged();
+	else
+		printf("logged: not run, an earlier part failed\n");
+	io_uring_queue_exit(&ring);
+	return bad ? T_EXIT_FAIL : T_EXIT_PASS;
+}
