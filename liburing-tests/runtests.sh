@@ -115,7 +115,7 @@ main() {
 	EXPECT=$1
 	shift
 	[ -r "$EXPECT" ] || { echo "Bail out! cannot read $EXPECT"; exit 1; }
-	# Paths may be relative to the caller's directory; we cd away.
+	# Paths may be relative to the caller's directory; tests run in /.
 	[[ $EXPECT == /* ]] || EXPECT=$PWD/$EXPECT
 	tests=()
 	for bin in "$@"; do
@@ -128,20 +128,24 @@ main() {
 		mnts=("$FS:${TEST_DIR:-/tmp}")
 	fi
 	echo "1..$((${#tests[@]} * ${#mnts[@]}))"
+	cd / || exit 1
 	for m in "${mnts[@]}"; do
 		FS=${m%%:*}
 		dir=${m#*:}
 		export TEST_FS=$FS TEST_DIR=$dir
-		if ! cd "$dir"; then
-			echo "Bail out! cannot cd to $dir"
+		# Tests create their files in $TEST_DIR; nothing here keeps
+		# a working directory on the mount, which a test may unmount
+		# and mount again (nowait-stamp).
+		if [ ! -d "$dir" ] || [ ! -w "$dir" ]; then
+			echo "Bail out! $dir is not a writable directory"
 			exit 1
 		fi
-		echo "# kernel $(uname -r) flavour $FLAVOUR fs $FS ($(findmnt -n -o SOURCE,FSTYPE,OPTIONS -T . | tr -s ' '))"
+		echo "# kernel $(uname -r) flavour $FLAVOUR fs $FS ($(findmnt -n -o SOURCE,FSTYPE,OPTIONS -T "$dir" | tr -s ' '))"
 		for bin in "${tests[@]}"; do
 			n=$((n + 1))
 			run_one "$bin" "$n" || failed=$((failed + 1))
 		done
-		cd / && release_space "$dir"
+		release_space "$dir"
 	done
 	[ "$failed" = 0 ]
 }
