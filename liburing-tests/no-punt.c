@@ -37,7 +37,11 @@
  *    a write submitted with stale timestamps, or any writer's write
  *    submitted in an earlier tick, still in flight, or the contender inside
  *    a pwrite() that began in an earlier tick, before its copy faulted.
- *    A batch that found none of these may not punt. A writer waits for
+ *    A batch that found none of these may not punt, except on XFS, where
+ *    the work item that logs the times a NOWAIT write updated in memory
+ *    (patch 0012) holds the ILOCK once per tick at a moment the test
+ *    cannot see: there, up to one further punt per clock tick of the run
+ *    is tolerated and reported. A writer waits for
  *    its punted writes before its next batch (in io-wq they hold its
  *    slice's folios). A test in which every write was allowed to punt
  *    cannot tell anything and fails.
@@ -48,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include <time.h>
@@ -61,6 +66,7 @@
 #define BS		4096
 
 static unsigned int writes_per_thread = 200;
+static unsigned char cbuf_probe[4096];
 static int fd;
 
 /* A random block of slice @slice. */
@@ -104,6 +110,11 @@ static struct t_stalled_writer *contender;
  * nothing the NOWAIT overwrite path tries.
  */
 static int updates_block;
+/*
+ * Does a NOWAIT write with stale times succeed on this default-mount XFS
+ * (a kernel that logs them from a work item, patch 0012)? Probed once.
+ */
+static int time_work;
 
 /*
  * Writes submitted with stale timestamps that have not been reaped yet, of
@@ -314,7 +325,9 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 		.delay_us = CONTENDER_FAULT_US,
 	};
 	unsigned long not_inline = 0, may = 0, allowed = 0, total = 0, bad;
+	unsigned long work = 0;
 	struct timespec t0, t1;
+	long ticks;
 	unsigned int i;
 	char what[64];
 	long punts;
@@ -381,10 +394,25 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 	if (lazytime)
 		allowed = 0;
 	bad = not_inline - allowed;
-	printf("%s: %lu writes, %lu not inline (%.1f per 1000), %lu of them allowed; %lu writes allowed to punt (stale timestamps, a tick or an update in flight at submission); %ld punts traced; %ld clock ticks\n",
+	ticks = t_ticks_between(&t0, &t1) + 1;
+	/*
+	 * On default-mount XFS the times a NOWAIT write updates in memory are
+	 * logged by a work item (patch 0012) in a transaction under
+	 * ILOCK_EXCL, once per tick per file, at a moment this test cannot
+	 * see; a mapping check that meets it punts. At most one such punt
+	 * per tick is tolerated and reported.
+	 */
+	if (time_work && bad) {
+		work = bad < (unsigned long)ticks ? bad : (unsigned long)ticks;
+		bad -= work;
+	}
+	printf("%s: %lu writes, %lu not inline (%.1f per 1000), %lu of them allowed; %lu writes allowed to punt (stale timestamps, a tick or an update in flight at submission); %ld punts traced; %ld clock ticks",
 	       what, total,
 	       not_inline, 1000.0 * not_inline / total, allowed, may, punts,
-	       t_ticks_between(&t0, &t1));
+	       ticks - 1);
+	if (time_work)
+		printf("; %lu punts tolerated as timestamp work items' ILOCK (at most one per tick)", work);
+	printf("\n");
 	*judged += total - may;
 	if (punts != (long)not_inline) {
 		fprintf(stderr, "%s: %ld punts traced but %lu writes not inline: the two counts must agree\n",
@@ -443,6 +471,17 @@ int main(void)
 	if (lazytime < 0)
 		return T_EXIT_FAIL;
 	printf("fs %s, lazytime %s\n", t_test_fs(), lazytime ? "yes" : "no");
+	if (updates_block && !lazytime) {
+		struct iovec iov = { .iov_base = cbuf_probe, .iov_len = BS };
+
+		memset(cbuf_probe, 0x11, BS);
+		t_next_tick();
+		time_work = pwritev2(fd, &iov, 1, 0, RWF_NOWAIT) == BS;
+		printf("a NOWAIT write with stale times %s: %s\n",
+		       time_work ? "completed" : "was refused",
+		       time_work ? "the kernel logs times from a work item; up to one punt per tick is tolerated" :
+				   "no punt is tolerated beyond the bound");
+	}
 
 	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
 		ret = run(runs[i].threads, runs[i].qd, runs[i].contender,
