@@ -507,7 +507,8 @@ def main():
             w("- round {}, {} {} {} {} {}: {}".format(*e))
         w("")
     if a.notes and os.path.exists(a.notes):
-        w("## Reading the numbers (hand-written, bench/results-notes.md)")
+        w("## Reading the numbers (hand-written, bench/{})".format(
+            os.path.basename(a.notes)))
         w("")
         with open(a.notes) as f:
             w(f.read().rstrip())
