@@ -19,6 +19,10 @@
  *		  mounts times persist lazily by design; the part says so and
  *		  is not run (TEST_STAMP_FORCE_LOGGED=1 runs it there, where
  *		  it must fail: a check of the check).
+ *		- fsynced (every mount): fsync right after such a write, then
+ *		  a shutdown without a log flush, remount: the times must be
+ *		  on disk (fsync logs the times of a pending work item
+ *		  itself).
  *		- privs: a writer without CAP_FSETID overwrites its own
  *		  setuid/setgid file in every mode. NOWAIT writes must be
  *		  refused and leave the mode and data alone (stripping the
@@ -46,6 +50,7 @@
 /* XFS_IOC_GOINGDOWN and EXT4_IOC_SHUTDOWN are the same ioctl. */
 #define T_IOC_GOINGDOWN		_IOR('X', 125, uint32_t)
 #define T_GOING_FLAGS_LOGFLUSH	0x1
+#define T_GOING_FLAGS_NOLOGFLUSH 0x2
 
 static struct io_uring ring;
 static int lazytime;
@@ -184,17 +189,23 @@ static int find_mount(const char *path, char *mnt, char *dev, char *type,
 	return best ? 0 : -1;
 }
 
-static int part_logged(void)
+/*
+ * @fsynced 0: wait, shut down with a log flush (the work item must have
+ * logged the times). @fsynced 1: fsync right after the write, shut down
+ * without a log flush (fsync must have committed them, item or not).
+ */
+static int part_logged(int fsynced)
 {
+	const char *what = fsynced ? "fsynced" : "logged";
 	char path[PATH_MAX], mnt[PATH_MAX], dev[PATH_MAX], type[PATH_MAX];
 	unsigned int wait_ms = t_env_uint("TEST_STAMP_WAIT_MS", 1000, 0, 60000);
-	uint32_t flags = T_GOING_FLAGS_LOGFLUSH;
+	uint32_t flags = fsynced ? T_GOING_FLAGS_NOLOGFLUSH : T_GOING_FLAGS_LOGFLUSH;
 	struct stat st, disk;
 	int fd, i, ret;
 
 
 	if (find_mount(t_test_dir(), mnt, dev, type, sizeof(mnt))) {
-		fprintf(stderr, "logged: cannot find the mount of %s\n", t_test_dir());
+		fprintf(stderr, "%s: cannot find the mount of %s\n", what, t_test_dir());
 		return 1;
 	}
 	fd = new_file("nowait-stamp-logged", path, sizeof(path));
@@ -209,19 +220,27 @@ static int part_logged(void)
 	t_fill_pattern(buf, WLEN, 0, 9);
 	ret = t_wmode_write(&ring, T_URING_NOWAIT, fd, buf, WLEN, 0, 0);
 	if (ret == -EAGAIN || ret == -EOPNOTSUPP) {
-		printf("logged: NOWAIT refused (%s): checking a plain io_uring write instead\n",
-		       t_errno_name((int)-ret));
+		printf("%s: NOWAIT refused (%s): checking a plain io_uring write instead\n",
+		       what, t_errno_name((int)-ret));
 		ret = t_wmode_write(&ring, T_URING, fd, buf, WLEN, 0, 0);
 	}
 	if (ret != WLEN || fstat(fd, &st)) {
-		fprintf(stderr, "logged: write returned %d\n", ret);
+		fprintf(stderr, "%s: write returned %d\n", what, ret);
 		close(fd);
 		return 1;
 	}
-	usleep(wait_ms * 1000);
-	/* Flush the log, write back nothing, refuse all I/O from now on. */
+	if (fsynced) {
+		if (fsync(fd)) {
+			perror("fsynced: fsync");
+			close(fd);
+			return 1;
+		}
+	} else {
+		usleep(wait_ms * 1000);
+	}
+	/* Flush the log or not, write back nothing, refuse all I/O. */
 	if (ioctl(fd, T_IOC_GOINGDOWN, &flags)) {
-		fprintf(stderr, "logged: shutdown ioctl on %s: %s\n", mnt, strerror(errno));
+		fprintf(stderr, "%s: shutdown ioctl on %s: %s\n", what, mnt, strerror(errno));
 		close(fd);
 		return 1;
 	}
@@ -229,29 +248,33 @@ static int part_logged(void)
 	for (i = 0; (ret = umount(mnt)) && errno == EBUSY && i < 50; i++)
 		usleep(100 * 1000);
 	if (ret) {
-		fprintf(stderr, "logged: umount %s: %s\n", mnt, strerror(errno));
+		fprintf(stderr, "%s: umount %s: %s\n", what, mnt, strerror(errno));
 		return 1;
 	}
 	if (mount(dev, mnt, type, lazytime ? MS_LAZYTIME : 0, NULL)) {
-		fprintf(stderr, "logged: mount %s on %s (%s): %s; later tests will fail\n",
-			dev, mnt, type, strerror(errno));
+		fprintf(stderr, "%s: mount %s on %s (%s): %s; later tests will fail\n",
+			what, dev, mnt, type, strerror(errno));
 		return 1;
 	}
 	if (stat(path, &disk)) {
-		fprintf(stderr, "logged: stat %s after remount: %s\n", path, strerror(errno));
+		fprintf(stderr, "%s: stat %s after remount: %s\n", what, path, strerror(errno));
 		return 1;
 	}
 	if (!ts_equal(&disk.st_mtim, &st.st_mtim) ||
 	    !ts_equal(&disk.st_ctim, &st.st_ctim)) {
-		fprintf(stderr, "logged: the write's times were not logged within %u ms: on disk mtime %ld.%09ld ctime %ld.%09ld, the write set %ld.%09ld / %ld.%09ld\n",
-			wait_ms, (long)disk.st_mtim.tv_sec, disk.st_mtim.tv_nsec,
+		fprintf(stderr, "%s: the write's times were not %s: on disk mtime %ld.%09ld ctime %ld.%09ld, the write set %ld.%09ld / %ld.%09ld\n",
+			what, fsynced ? "committed by the fsync right after it" : "logged within the wait",
+			(long)disk.st_mtim.tv_sec, disk.st_mtim.tv_nsec,
 			(long)disk.st_ctim.tv_sec, disk.st_ctim.tv_nsec,
 			(long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
 			(long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
 		return 1;
 	}
-	printf("logged: the write's mtime and ctime were on disk after %u ms, a log flush and a shutdown\n",
-	       wait_ms);
+	if (fsynced)
+		printf("fsynced: the write's mtime and ctime were on disk after an fsync right after it and a shutdown without a log flush\n");
+	else
+		printf("logged: the write's mtime and ctime were on disk after %u ms, a log flush and a shutdown\n",
+		       wait_ms);
 	return 0;
 }
 
@@ -378,7 +401,8 @@ int main(void)
 	if (lazytime && !t_env_uint("TEST_STAMP_FORCE_LOGGED", 0, 0, 1))
 		printf("logged: not run on a lazytime mount (its times persist lazily by design)\n");
 	else
-		bad |= part_logged();
+		bad |= part_logged(0);
+	bad |= part_logged(1);
 	io_uring_queue_exit(&ring);
 	return bad ? T_EXIT_FAIL : T_EXIT_PASS;
 }
