@@ -56,12 +56,6 @@ static struct io_uring ring;
 static int lazytime;
 static unsigned char buf[WLEN], back[WLEN];
 
-static int ts_later(const struct timespec *a, const struct timespec *b)
-{
-	return b->tv_sec > a->tv_sec ||
-	       (b->tv_sec == a->tv_sec && b->tv_nsec > a->tv_nsec);
-}
-
 static int ts_equal(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
@@ -110,8 +104,8 @@ static int stale_write(int fd, const char *path, enum t_wmode m, off_t off,
 		perror("stat");
 		return 1;
 	}
-	if (!ts_later(&before.st_mtim, &after->st_mtim) ||
-	    !ts_later(&before.st_ctim, &after->st_ctim)) {
+	if (!t_ts_before(&before.st_mtim, &after->st_mtim) ||
+	    !t_ts_before(&before.st_ctim, &after->st_ctim)) {
 		fprintf(stderr, "%s [%s]: the write completed but mtime %ld.%09ld ctime %ld.%09ld did not move past %ld.%09ld / %ld.%09ld\n",
 			what, t_wmode_name(m),
 			(long)after->st_mtim.tv_sec, after->st_mtim.tv_nsec,
