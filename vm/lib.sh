@@ -12,7 +12,7 @@ FLAVOURS="baseline patched debug"
 # Built and booted only when asked for by name: the series plus the
 # deliberately wrong patches in kernel/broken/, which the tests must catch
 # (vm/test-the-tests).
-EXTRA_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log"
+EXTRA_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait"
 
 # The deliberately wrong patch of each broken flavour (a glob in
 # kernel/broken/).
@@ -23,6 +23,7 @@ broken_patch() {
 	broken-copy) echo "0003-*.patch" ;;	# XFS copies the source under its locks
 	broken-stamp) echo "0004-*.patch" ;;	# ext4 NOWAIT stamps before the gate
 	broken-log) echo "0005-*.patch" ;;	# NOWAIT stamps never logged by the work
+	broken-wait) echo "0006-*.patch" ;;	# io_uring never waits for a busy folio
 	esac
 }
 PROG=$(basename "$0")
