@@ -333,19 +333,27 @@ static int t_write_str(const char *path, const char *s)
 	return ret < 0 ? -errno : 0;
 }
 
-int t_punts_start(void)
+/* Install a hist trigger on the punt event; 0 or -1 (and print why). */
+static int t_punt_trigger_install(const char *trigger)
 {
+	char remove[128];
 	int ret;
 
 	/* A trigger left behind by a killed run would refuse a second one. */
-	t_write_str(PUNT_EVENT "/trigger", "!" PUNT_TRIGGER);
-	ret = t_write_str(PUNT_EVENT "/trigger", PUNT_TRIGGER);
+	snprintf(remove, sizeof(remove), "!%s", trigger);
+	t_write_str(PUNT_EVENT "/trigger", remove);
+	ret = t_write_str(PUNT_EVENT "/trigger", trigger);
 	if (ret) {
 		fprintf(stderr, "cannot install %s on %s/trigger: %s\n",
-			PUNT_TRIGGER, PUNT_EVENT, strerror(-ret));
+			trigger, PUNT_EVENT, strerror(-ret));
 		return -1;
 	}
 	return 0;
+}
+
+int t_punts_start(void)
+{
+	return t_punt_trigger_install(PUNT_TRIGGER);
 }
 
 long t_punts_read(void)
@@ -395,6 +403,48 @@ long t_punts_read_ops(long by_op[256])
 void t_punts_stop(void)
 {
 	t_write_str(PUNT_EVENT "/trigger", "!" PUNT_TRIGGER);
+}
+
+#define PUNT_DATA_TRIGGER "hist:keys=user_data:size=16384"
+
+int t_punts_by_data_start(void)
+{
+	return t_punt_trigger_install(PUNT_DATA_TRIGGER);
+}
+
+long t_punts_by_data(void (*fn)(uint64_t user_data, long n, void *arg),
+		     void *arg)
+{
+	unsigned long long data;
+	long total = 0, n, drops = 0;
+	char line[256];
+	FILE *f;
+
+	f = fopen(PUNT_EVENT "/hist", "r");
+	if (!f) {
+		perror("open " PUNT_EVENT "/hist");
+		return -1;
+	}
+	/* "{ user_data:       1234 } hitcount:          1", "    Dropped: 0" */
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, " { user_data: %llu } hitcount: %ld", &data, &n) == 2) {
+			fn(data, n, arg);
+			total += n;
+		} else if (sscanf(line, " Dropped: %ld", &n) == 1) {
+			drops += n;
+		}
+	}
+	fclose(f);
+	if (drops) {
+		fprintf(stderr, "%s/hist dropped %ld entries\n", PUNT_EVENT, drops);
+		return -1;
+	}
+	return total;
+}
+
+void t_punts_by_data_stop(void)
+{
+	t_write_str(PUNT_EVENT "/trigger", "!" PUNT_DATA_TRIGGER);
 }
 
 void t_remove_file(const char *path)

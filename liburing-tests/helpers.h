@@ -135,6 +135,17 @@ void t_punts_stop(void);
  * total, or -1 (and prints why) when the hist file cannot be read.
  */
 long t_punts_read_ops(long by_op[256]);
+/*
+ * The punted requests themselves: a second hist trigger on the same event,
+ * keyed on user_data (up to 16384 distinct values). t_punts_by_data()
+ * calls @fn for every user_data that was punted, with its count, and
+ * returns the number of punts, or -1 (and prints why) if the hist file
+ * cannot be read or dropped entries.
+ */
+int t_punts_by_data_start(void);
+long t_punts_by_data(void (*fn)(uint64_t user_data, long n, void *arg),
+		     void *arg);
+void t_punts_by_data_stop(void);
 
 /*
  * Fallback tests: writes the inline fast path must not take, issued four
