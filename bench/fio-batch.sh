@@ -16,6 +16,8 @@
 #               (overwrite=1)
 #   fio-batch   as fio, with iodepth_batch_submit=32 and
 #               iodepth_batch_complete_min=1: batches like ours
+#   fio-lean    as fio, with gtod_reduce=1: no latency clocks, so that
+#               fio's own per-write cost in userspace weighs less
 # One line per run: BATCH <fs> <way> <iops> <write-punts> <sqes-per-enter>
 # (sqes-per-enter only for ours; -1 where unknown).
 # usage: fio-batch.sh BENCH-BINARY SECONDS
@@ -69,5 +71,9 @@ print("BATCH %s ours %d %d %.2f" % (sys.argv[1], j["total"]["iops"], j["punts_wr
 	punts_start
 	iops=$(fio_job "$dir" --overwrite=1 --iodepth_batch_submit=32 --iodepth_batch_complete_min=1)
 	echo "BATCH $fs fio-batch $iops $(punts_read) -1"
+	prefill "$dir" || rc=1
+	punts_start
+	iops=$(fio_job "$dir" --overwrite=1 --gtod_reduce=1)
+	echo "BATCH $fs fio-lean $iops $(punts_read) -1"
 done
 exit $rc
