@@ -19,7 +19,9 @@ layout leaves nothing cached, so every write starts on an uncached range
 (JSON Lines):
 
   {"round", "label", "cell", "fs", "tool": "bench" | "fio",
-   "variant": null | "cached" | "dropped", "result": {...}}
+   "variant": null | "cached" | "dropped", "vcpus": the guest's CPUs,
+   "clocksource": the guest kernel's,
+   "result": {...}}
 
 fio's result holds its IOPS, submission and completion latencies and the
 punts to io-wq by opcode (the same hist trigger uring-overwrite reads).
@@ -34,6 +36,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results  # noqa: E402  (the matrix parser, shared with report.py)
@@ -196,10 +199,12 @@ def run_fio(cell, variant, dirpath, opts, secs, size):
            "--directory=" + dirpath, "--filename=fio-file",
            "--runtime={}".format(secs), "--time_based", "--group_reporting",
            "--randrepeat=0", "--overwrite=1", "--invalidate=" + inval] + opts
+    t0 = time.monotonic()
     try:
         prefill(fname, size)
     except OSError as e:
         return {"error": "fio prefill: {}".format(e)}
+    t1 = time.monotonic()
     traced = punts_start()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -220,12 +225,16 @@ def run_fio(cell, variant, dirpath, opts, secs, size):
         return {"error": "fio output unparsable"}
     out = fio_summary(j, by_op)
     out["file"] = "prefilled"
+    # Where a boot's time goes (docs/usage.md, Timings).
+    out["wall_s"] = {"prefill": round(t1 - t0, 3),
+                     "fio": round(time.monotonic() - t1, 3)}
     return out
 
 
 def run_bench(binpath, fs, dirpath, args, secs, seed):
     env = dict(os.environ, TEST_FS=fs, TEST_DIR=dirpath)
     cmd = [binpath, "-T", str(secs), "--seed", str(seed)] + shlex.split(args)
+    t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env,
                        timeout=600)
     try:
@@ -235,6 +244,7 @@ def run_bench(binpath, fs, dirpath, args, secs, seed):
             p.returncode, p.stderr.strip()[-300:])}
     if p.returncode:
         r["error"] = "benchmark exit {}".format(p.returncode)
+    r["wall_s"] = round(time.monotonic() - t0, 3)
     return r
 
 
@@ -269,6 +279,13 @@ def main():
     if not a.no_fio and not have_fio:
         raise SystemExit("guest-matrix: fio is not installed (vm/deps)")
     failed = 0
+    vcpus = os.cpu_count()
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/"
+                  "current_clocksource") as f:
+            clock = f.read().strip()
+    except OSError:
+        clock = None
     with open(a.out, "a") as out:
         def emit(cell, fs, tool, variant, result):
             nonlocal failed
@@ -278,7 +295,9 @@ def main():
                                              result["error"]))
             out.write(json.dumps({"round": a.round, "label": a.label,
                                   "cell": cell, "fs": fs, "tool": tool,
-                                  "variant": variant, "result": result})
+                                  "variant": variant, "vcpus": vcpus,
+                                  "clocksource": clock,
+                                  "result": result})
                       + "\n")
             out.flush()
         for fs, dirpath in mnts:

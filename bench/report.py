@@ -58,7 +58,14 @@ class Data:
         # The first fs config of each boot: whether the fs order was
         # shuffled (guest-matrix.py since 2026-12-04) shows in the data.
         self.first_fs = {}
+        # The guests' vCPUs and, per round, the kernels that ran it: what
+        # the header says about the method comes from the data.
+        self.vcpus, self.clocks = set(), set()
         for r in recs:
+            if r.get("vcpus"):
+                self.vcpus.add(r["vcpus"])
+            if r.get("clocksource"):
+                self.clocks.add(r["clocksource"])
             self.first_fs.setdefault((r.get("round"), r.get("label")),
                                      r.get("fs"))
             key = (r.get("label"), r.get("cell"), r.get("fs"),
@@ -274,6 +281,8 @@ def main():
     ap.add_argument("--seconds", type=int)
     ap.add_argument("--order", default="",
                     help="the kernels' order in each round, for the header")
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="the kernels of a round ran at the same time")
     ap.add_argument("--plots", help="directory for PNG plots (gnuplot)")
     ap.add_argument("--notes", help="hand-written notes to append")
     a = ap.parse_args()
@@ -298,22 +307,34 @@ def main():
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
     w("")
     w("- Machine: {}".format(machine()))
-    w("- Accelerator: QEMU {}, each guest 2 vCPUs, 4 GiB, scratch file "
-      "systems on brd ram disks".format(a.accel.upper()))
+    vc = "/".join(str(v) for v in sorted(d.vcpus)) or \
+        "2 (runs before 2026-12-05 did not record it)"
+    w("- Accelerator: QEMU {}, each guest {} vCPU(s), 4 GiB, scratch file "
+      "systems on brd ram disks{}".format(
+          a.accel.upper(), vc,
+          "; guest clocksource " + "/".join(sorted(d.clocks))
+          if d.clocks else ""))
     w("- Kernels: baseline `{}` (Debian linux-source-6.12), patched `{}` "
       "(+ kernel/patches); the A/A control boots the baseline kernel "
       "again".format(d.kernel.get("baseline", "?"),
                      d.kernel.get("patched", "?")))
     w("- Commit: `{}`".format(a.commit))
+    if a.side_by_side:
+        how = ("the three kernels of a round (baseline, patched, baseline "
+               "again) boot at the same time, one guest each, so that the "
+               "host's noise falls on all three alike; the launch order "
+               "changes from round to round")
+    else:
+        how = ("the kernels boot one after another, in an order that "
+               "changes from round to round")
     w("- Method: {} rounds; in each round every kernel boots once and "
       "runs every cell on every fs config, {} s a cell, {} (the same on "
-      "every kernel); the kernels' order changes from round to round "
-      "({}).".format(
+      "every kernel); {} ({}).".format(
           len(d.rounds), a.seconds or "?",
           "the fs configs and the cells in orders shuffled per round"
           if len(set(d.first_fs.values())) > 1 else
           "cells in an order shuffled per round, the fs configs always in "
-          "the same order", a.order or "see vm/report"))
+          "the same order", how, a.order or "see vm/report"))
     if bad or d.errors:
         w("- Failed runs: {} (listed at the end); unparsable lines: {}"
           .format(len(d.errors), bad))
