@@ -321,9 +321,15 @@ def main():
     w("- Commit: `{}`".format(a.commit))
     if a.side_by_side:
         how = ("the three kernels of a round (baseline, patched, baseline "
-               "again) boot at the same time, one guest each, so that the "
-               "host's noise falls on all three alike; the launch order "
-               "changes from round to round")
+               "again) boot at the same time, one guest each, on the "
+               "host's CPUs above (with fewer host CPUs than vCPUs in all, "
+               "the guests take turns, and each guest's timings include "
+               "the time it waits for a host CPU); they run the same cells "
+               "in the same order at about the same time, so that the "
+               "host's noise, the other guests included, falls on all "
+               "three alike; they start within milliseconds of each "
+               "other, in a launch order that changes from round to "
+               "round")
     else:
         how = ("the kernels boot one after another, in an order that "
                "changes from round to round")
