@@ -14,7 +14,7 @@
  * others only when the task next enters the kernel to wait (task work),
  * and the writer never waits with writes of the batch unharvested. A write
  * that is not inline was either punted to io-wq or waited for a busy folio
- * and was issued again from task_work (patch 0013), which is not a punt.
+ * and was issued again from task_work (patch 0014), which is not a punt.
  * Hist triggers on io_uring:io_uring_queue_async_work count the punts and
  * name each punted write (its user_data: writer, batch); there cannot be
  * more punts than writes that were not inline.
@@ -25,7 +25,7 @@
  * last run 4 writers at QD 16, with 5 times as many writes each, write
  * anywhere in the file, so that they share every folio (on XFS the file
  * sits in large folios): a write that finds a folio locked by another
- * writer must wait for it from task_work (patches 0011 and 0013), not
+ * writer must wait for it from task_work (patches 0012 and 0014), not
  * punt. On lazytime mounts no io-wq worker
  * may exist at the end of any writer's run either (each writer looks for
  * its own iou-wrk-TID threads before it closes its ring).
@@ -45,7 +45,7 @@
  *    a pwrite() that began in an earlier tick, before its copy faulted.
  *    A batch that found none of these may not punt, except on XFS, where
  *    the work item that logs the times a NOWAIT write updated in memory
- *    (patch 0012) holds the ILOCK once per tick at a moment the test
+ *    (patch 0013) holds the ILOCK once per tick at a moment the test
  *    cannot see: there, up to one further punt per clock tick of the run
  *    is tolerated and reported. A writer waits for
  *    its punted writes before its next batch (in io-wq they hold its
@@ -156,7 +156,7 @@ static struct t_stalled_writer *contender;
 static int updates_block;
 /*
  * Does a NOWAIT write with stale times succeed on this default-mount XFS
- * (a kernel that logs them from a work item, patch 0012)? Probed once.
+ * (a kernel that logs them from a work item, patch 0013)? Probed once.
  */
 static int time_work;
 
@@ -515,7 +515,7 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 	ticks = t_ticks_between(&t0, &t1) + 1;
 	/*
 	 * On default-mount XFS the times a NOWAIT write updates in memory are
-	 * logged by a work item (patch 0012) in a transaction under
+	 * logged by a work item (patch 0013) in a transaction under
 	 * ILOCK_EXCL, once per tick per file, at a moment this test cannot
 	 * see; a mapping check that meets it punts. At most one such punt
 	 * per tick is tolerated and reported.
