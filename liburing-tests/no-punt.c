@@ -26,7 +26,12 @@
  * anywhere in the file, so that they share every folio (on XFS the file
  * sits in large folios): a write that finds a folio locked by another
  * writer must wait for it from task_work (patches 0012 and 0014), not
- * punt. On lazytime mounts no io-wq worker
+ * punt. Built with NO_PUNT_READERS (the test no-punt-readers), it makes
+ * one run instead: 4 writers at QD 16 write their own slices while 2
+ * threads read the whole file with plain buffered pread(): on XFS readers
+ * and overwriters exclude each other (the overwrite gate), and a write
+ * that meets a reader must wait for it from task_work too (patches 0015
+ * to 0017), not punt. On lazytime mounts no io-wq worker
  * may exist at the end of any writer's run either (each writer looks for
  * its own iou-wrk-TID threads before it closes its ring).
  *
@@ -398,6 +403,36 @@ struct punt_count {
 	long allowed, bad, unknown;
 };
 
+/* Buffered readers beside the writers, until the writers are done. */
+#define READERS		2
+#define READ_LEN	(64 * 1024)
+static int readers_stop;
+
+struct reader {
+	pthread_t thread;
+	unsigned int seed;
+	unsigned long reads;
+	int err;
+};
+
+static void *reader(void *arg)
+{
+	static __thread unsigned char rbuf[READ_LEN];
+	struct reader *r = arg;
+
+	while (!__atomic_load_n(&readers_stop, __ATOMIC_ACQUIRE)) {
+		off_t off = (off_t)(rand_r(&r->seed) % (FILE_SIZE / READ_LEN)) *
+			    READ_LEN;
+
+		if (pread(fd, rbuf, READ_LEN, off) != READ_LEN) {
+			r->err = errno ? errno : EIO;
+			break;
+		}
+		r->reads++;
+	}
+	return NULL;
+}
+
 static void count_punt(uint64_t ud, long n, void *arg)
 {
 	struct punt_count *pc = arg;
@@ -415,9 +450,10 @@ static void count_punt(uint64_t ud, long n, void *arg)
 }
 
 static int run(unsigned int threads, unsigned int qd, int with_contender,
-	       int shared, int lazytime, unsigned int *seed,
+	       int shared, int with_readers, int lazytime, unsigned int *seed,
 	       unsigned long *judged)
 {
+	struct reader rd[READERS];
 	static unsigned char cbuf[CONTENDER_LEN];
 	struct t_stalled_writer cont = {
 		.fd = fd, .off = (off_t)(SLICES - 1) * SLICE,
@@ -431,13 +467,14 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 	int workers = 0;
 	long ticks;
 	unsigned int i;
-	char what[64];
+	char what[128];
 	long punts;
 	int err = 0;
 
-	snprintf(what, sizeof(what), "threads %u qd %u%s%s", threads, qd,
+	snprintf(what, sizeof(what), "threads %u qd %u%s%s%s", threads, qd,
 		 with_contender ? " + pwrite contender" : "",
-		 shared ? " sharing every folio" : "");
+		 shared ? " sharing every folio" : "",
+		 with_readers ? " + 2 buffered readers" : "");
 	shared_folios = shared;
 	/* Meetings on a folio are rare: give them more chances. */
 	run_writes = shared ? 5 * writes_per_thread : writes_per_thread;
@@ -463,6 +500,12 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 		contender = &cont;
 	}
 	stale_in_flight = 0;
+	readers_stop = 0;
+	for (i = 0; with_readers && i < READERS; i++) {
+		memset(&rd[i], 0, sizeof(rd[i]));
+		rd[i].seed = rand_r(seed);
+		pthread_create(&rd[i].thread, NULL, reader, &rd[i]);
+	}
 	for (i = 0; i < threads; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
 		w[i].oldest_c0 = UINT64_MAX;
@@ -484,6 +527,15 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 		workers += w[i].iowq_workers;
 		may += w[i].allowed;
 		total += w[i].done;
+	}
+	__atomic_store_n(&readers_stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; with_readers && i < READERS; i++) {
+		pthread_join(rd[i].thread, NULL);
+		printf("reader %u: %lu reads of 64 KiB\n", i, rd[i].reads);
+		if (rd[i].err) {
+			fprintf(stderr, "reader %u: %s\n", i, strerror(rd[i].err));
+			err = 1;
+		}
 	}
 	if (with_contender) {
 		contender = NULL;
@@ -524,7 +576,7 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 		work = bad < (unsigned long)ticks ? bad : (unsigned long)ticks;
 		bad -= work;
 	}
-	printf("%s: %lu writes, %lu not inline, of them %ld punted (%.1f per 1000; %ld of them allowed) and %ld waited for a folio; %lu writes allowed to punt (stale timestamps, a tick or an update in flight at submission); %d io-wq workers at the end; %ld clock ticks",
+	printf("%s: %lu writes, %lu not inline, of them %ld punted (%.1f per 1000; %ld of them allowed) and %ld waited for a folio or the gate; %lu writes allowed to punt (stale timestamps, a tick or an update in flight at submission); %d io-wq workers at the end; %ld clock ticks",
 	       what, total, not_inline, punts, 1000.0 * punts / total,
 	       pc.allowed, (long)not_inline - punts, may, workers, ticks - 1);
 	if (time_work)
@@ -552,9 +604,12 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 
 int main(void)
 {
-	static const struct { unsigned int threads, qd, contender, shared; } runs[] = {
-		{ 1, 1, 0, 0 }, { 1, 16, 0, 0 }, { 4, 1, 0, 0 }, { 4, 16, 0, 0 },
-		{ 1, 1, 1, 0 }, { 4, 16, 0, 1 },
+	static const struct {
+		unsigned int threads, qd, contender, shared, readers;
+	} runs[] = {
+		{ 1, 1, 0, 0, 0 }, { 1, 16, 0, 0, 0 }, { 4, 1, 0, 0, 0 },
+		{ 4, 16, 0, 0, 0 }, { 1, 1, 1, 0, 0 }, { 4, 16, 0, 1, 0 },
+		{ 4, 16, 0, 0, 1 },
 	};
 	unsigned int seed, i, prefill_bs;
 	int lazytime, ret, failed = 0;
@@ -607,8 +662,16 @@ int main(void)
 	}
 
 	for (i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+#ifdef NO_PUNT_READERS
+		if (!runs[i].readers)
+			continue;
+#else
+		if (runs[i].readers)
+			continue;
+#endif
 		ret = run(runs[i].threads, runs[i].qd, runs[i].contender,
-			  runs[i].shared, lazytime, &seed, &judged);
+			  runs[i].shared, runs[i].readers, lazytime, &seed,
+			  &judged);
 		if (ret < 0) {
 			fprintf(stderr, "run %u could not be measured\n", i);
 			return T_EXIT_FAIL;
