@@ -4,12 +4,15 @@
  *		alone because they move EOF or need blocks allocated: append
  *		at EOF, O_APPEND, RWF_APPEND, straddling EOF, past EOF, into a
  *		punched hole and into an unwritten (fallocated) extent, with
- *		and without the target pages cached. Each case runs on a fresh
- *		file in four modes: io_uring and pwritev2(), with RWF_NOWAIT
- *		(allowed: EAGAIN, the full length, or an honest short count;
- *		see t_write_outcome()) and without (must complete). The file is
- *		compared with a shadow copy after the write, and again from
- *		disk after fsync. Must pass on every kernel.
+ *		and without the target pages cached (the whole file is first
+ *		overwritten in place, so that a kernel that remembers which
+ *		ranges it found mapped must see the hole appear). Each case
+ *		runs on a fresh file in four modes: io_uring and pwritev2(),
+ *		with RWF_NOWAIT (allowed: EAGAIN, the full length, or an
+ *		honest short count; see t_write_outcome()) and without (must
+ *		complete). The file is compared with a shadow copy after the
+ *		write, and again from disk after fsync. Must pass on every
+ *		kernel.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -84,6 +87,26 @@ static int put(int fd, struct t_shadow *sh, off_t off, size_t len,
 	return 0;
 }
 
+/*
+ * Overwrite all of a SPARSE_SIZE file with what it holds, in 16 KiB
+ * writes: on a patched kernel these take the inline overwrite path, so a
+ * kernel that remembers ranges it found mapped (patched XFS) has seen the
+ * whole file mapped before the gap is made, and must notice the change.
+ */
+static int rewrite_all(int fd, const struct t_shadow *sh, const char *what)
+{
+	size_t off, n = 16 * 1024;
+
+	for (off = 0; off < SPARSE_SIZE; off += n) {
+		if (pwrite(fd, sh->data + off, n, off) != (ssize_t)n) {
+			fprintf(stderr, "%s: rewrite at %zu: %s\n", what, off,
+				strerror(errno));
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Punch GAP out of a SPARSE_SIZE file, optionally fallocate it back. */
 static int make_gap(int fd, int unwritten, const char *what)
 {
@@ -135,7 +158,7 @@ static int prep(const struct xcase *c, int fd, struct t_shadow *sh,
 		    put(fd, sh, GAP_OFF + GAP_LEN,
 			SPARSE_SIZE - GAP_OFF - GAP_LEN, 1, what))
 			return 1;
-		if (fsync(fd)) {
+		if (fsync(fd) || rewrite_all(fd, sh, what) || fsync(fd)) {
 			perror("fsync");
 			return 1;
 		}
