@@ -39,7 +39,7 @@
  *  - lazytime mounts, and default mounts of a kernel that completes a
  *    NOWAIT write with stale times (it updates them in memory and logs
  *    them from a work item, patch 0013; XFS's mapping check then does not
- *    need the ILOCK that work item takes, patch 0021): no write may punt,
+ *    need the ILOCK that work item takes, patch 0022): no write may punt,
  *    and no io-wq worker may exist;
  *  - other kernels' default mounts (6.12): a write may punt only if a
  *    timestamp update was due or
