@@ -487,23 +487,28 @@ def main():
                   bp("batch", lambda x: num(x, "{:.1f}"))))
         if mixed:
             w("")
-            w("The readers of this cell:")
+            w("The readers of this cell (read p99 has its own A/A band and verdict; \"slower\" there means a higher p99):")
             w("")
             w("| fs | read IOPS base | read IOPS patched | ratio | A/A band | "
               "verdict | punts/1000 reads base / patched | read p50 | "
-              "read p99 |")
-            w("|---|---|---|---|---|---|---|---|---|")
+              "read p99 base | read p99 patched | ratio | A/A band | "
+              "verdict |")
+            w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             for fs in d.fss:
                 b, p, r, aa, v = d.compare(c, fs, "bench", None, "r_iops")
                 if not len(b) and not len(p):
                     continue
+                lb, lp, lr, laa, lv = d.compare(c, fs, "bench", None,
+                                                "rcmp99")
 
                 def bp(q, f=None):
                     return d.pair(c, fs, "bench", None, q, f)
-                w("| {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-                    fs, spread(b), spread(p), rx(r), rx(aa), v,
-                    bp("punts_r", lambda x: num(x, "{:.1f}")),
-                    bp("rcmp50", lat), bp("rcmp99", lat)))
+                w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} "
+                  "| {} | {} |".format(
+                      fs, spread(b), spread(p), rx(r), rx(aa), v,
+                      bp("punts_r", lambda x: num(x, "{:.1f}")),
+                      bp("rcmp50", lat), spread(lb, lat), spread(lp, lat),
+                      rx(lr), rx(laa), lv))
         if any(("baseline", c, fs, "fio", "cached") in d.runs
                for fs in d.fss):
             w("")
