@@ -158,7 +158,13 @@ static int prep(const struct xcase *c, int fd, struct t_shadow *sh,
 		    put(fd, sh, GAP_OFF + GAP_LEN,
 			SPARSE_SIZE - GAP_OFF - GAP_LEN, 1, what))
 			return 1;
-		if (fsync(fd) || rewrite_all(fd, sh, what) || fsync(fd)) {
+		if (fsync(fd)) {
+			perror("fsync");
+			return 1;
+		}
+		if (rewrite_all(fd, sh, what))
+			return 1;
+		if (fsync(fd)) {
 			perror("fsync");
 			return 1;
 		}
