@@ -88,7 +88,7 @@ def punts_stop():
 def bench_opts(args):
     """The uring-overwrite options of a cell, as a dict."""
     o = {"b": "4096", "t": "1", "q": "8", "s": "64M", "r": "0",
-         "m": "uring", "k": "default"}
+         "m": "uring", "k": "default", "readers": "0"}
     flags = set()
     a = shlex.split(args)
     i = 0
@@ -96,6 +96,10 @@ def bench_opts(args):
         x = a[i]
         if x in ("-b", "-t", "-q", "-s", "-r", "-m", "-k", "-n", "-f"):
             o[x[1]] = a[i + 1]
+            i += 2
+            continue
+        if x == "--readers":
+            o["readers"] = a[i + 1]
             i += 2
             continue
         flags.add(x)
@@ -119,19 +123,24 @@ def fio_twin(args):
         rw = "write"
     if o["r"] != "0":
         rw = "randrw"
-    opts = ["--bs=" + o["b"], "--numjobs=" + o["t"], "--size=" + o["s"],
-            "--rw=" + rw]
+    engine = ["--bs=" + o["b"], "--size=" + o["s"]]
+    if o["m"] == "psync":
+        engine += ["--ioengine=psync", "--direct=0"]
+    else:
+        engine += ["--ioengine=io_uring", "--iodepth=" + o["q"],
+                   "--direct=" + ("1" if o["m"] == "uring-direct" else "0")]
+        if "-F" in flags:
+            engine.append("--registerfiles=1")
+        if "-B" in flags:
+            engine.append("--fixedbufs=1")
+    opts = engine + ["--numjobs=" + o["t"], "--rw=" + rw]
     if o["r"] != "0":
         opts.append("--rwmixread=" + o["r"])
-    if o["m"] == "psync":
-        opts += ["--ioengine=psync", "--direct=0"]
-    else:
-        opts += ["--ioengine=io_uring", "--iodepth=" + o["q"],
-                 "--direct=" + ("1" if o["m"] == "uring-direct" else "0")]
-        if "-F" in flags:
-            opts.append("--registerfiles=1")
-        if "-B" in flags:
-            opts.append("--fixedbufs=1")
+    if o["readers"] != "0":
+        # --readers: a second job of readers on the same file, each with
+        # its own ring, in the same reporting group (jobs[0] sums both)
+        opts += ["--name=readers", "--rw=randread",
+                 "--numjobs=" + o["readers"]] + engine
     return opts, None
 
 
@@ -195,10 +204,13 @@ def prefill(path, size):
 def run_fio(cell, variant, dirpath, opts, secs, size):
     fname = os.path.join(dirpath, "fio-file")
     inval = "0" if variant == "cached" else "1"
-    cmd = ["fio", "--output-format=json", "--name=" + cell,
+    # the options before --name are global: a second job (--readers)
+    # shares them
+    cmd = ["fio", "--output-format=json",
            "--directory=" + dirpath, "--filename=fio-file",
            "--runtime={}".format(secs), "--time_based", "--group_reporting",
-           "--randrepeat=0", "--overwrite=1", "--invalidate=" + inval] + opts
+           "--randrepeat=0", "--overwrite=1", "--invalidate=" + inval,
+           "--name=" + cell] + opts
     t0 = time.monotonic()
     try:
         prefill(fname, size)

@@ -43,8 +43,11 @@ BENCH_Q = {
 }
 FIO_Q = {
     "iops": (("total", "iops"), True),
+    "w_iops": (("write", "iops"), True),
     "r_iops": (("read", "iops"), True),
     "punts_w": (("punts_per_1000_writes",), False),
+    "punts_r": (("punts_per_1000_reads",), False),
+    "rclat99": (("read", "clat_ns", "p99"), False),
     "slat": (("write", "slat_ns", "mean"), False),
     "clat99": (("write", "clat_ns", "p99"), False),
 }
@@ -463,14 +466,18 @@ def main():
         w("")
         w("`uring-overwrite {}`".format(args))
         w("")
-        w("| fs | IOPS base | IOPS patched | ratio | A/A band | verdict | "
+        # With --readers the readers have their own table: the writers'
+        # IOPS are the cell's, not the sum
+        iops_q = "w_iops" if "--readers" in args else "iops"
+        wk = "write " if iops_q == "w_iops" else ""
+        w("| fs | {}IOPS base | {}IOPS patched | ratio | A/A band | verdict | "
           "punts/1000 writes base / patched | io-wq workers | "
           "submit p50 | submit p99 | complete p99 | CPU us/write | "
-          "SQEs per submit |")
+          "SQEs per submit |".format(wk, wk))
         w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         mixed = False
         for fs in d.fss:
-            b, p, r, aa, v = d.compare(c, fs, "bench", None, "iops")
+            b, p, r, aa, v = d.compare(c, fs, "bench", None, iops_q)
             if not len(b) and not len(p):
                 continue
 
@@ -509,18 +516,30 @@ def main():
                       bp("punts_r", lambda x: num(x, "{:.1f}")),
                       bp("rcmp50", lat), spread(lb, lat), spread(lp, lat),
                       rx(lr), rx(laa), lv))
+                # fio's readers of the cached twin, in the same columns
+                b, p, r, aa, v = d.compare(c, fs, "fio", "cached", "r_iops")
+                if not len(b) and not len(p):
+                    continue
+                lb, lp, lr, laa, lv = d.compare(c, fs, "fio", "cached",
+                                                "rclat99")
+                w("| {}, fio cached | {} | {} | {} | {} | {} | {} | - | {} "
+                  "| {} | {} | {} | {} |".format(
+                      fs, spread(b), spread(p), rx(r), rx(aa), v,
+                      d.pair(c, fs, "fio", "cached", "punts_r",
+                             lambda x: num(x, "{:.1f}")),
+                      spread(lb, lat), spread(lp, lat), rx(lr), rx(laa), lv))
         if any(("baseline", c, fs, "fio", "cached") in d.runs
                for fs in d.fss):
             w("")
             w("fio twins (same block size, jobs, depth, file size and mix):")
             w("")
-            w("| fs | file | fio IOPS base | fio IOPS patched | ratio | A/A band "
+            w("| fs | file | fio {}IOPS base | fio {}IOPS patched | ratio | A/A band "
               "| verdict | punts/1000 writes base / patched | slat mean "
-              "base / patched | clat p99 base / patched |")
+              "base / patched | clat p99 base / patched |".format(wk, wk))
             w("|---|---|---|---|---|---|---|---|---|---|")
             for fs in d.fss:
                 for var in ("cached", "dropped"):
-                    b, p, r, aa, v = d.compare(c, fs, "fio", var, "iops")
+                    b, p, r, aa, v = d.compare(c, fs, "fio", var, iops_q)
                     if not len(b) and not len(p):
                         continue
 

@@ -44,6 +44,7 @@ struct opts {
 	unsigned long writes;
 	unsigned int qd;
 	unsigned int threads;
+	unsigned int readers;	/* --readers: reading threads, own rings */
 	unsigned int runtime;
 	unsigned int read_pct;
 	enum mode mode;
@@ -185,6 +186,7 @@ struct worker {
 	unsigned int id;
 	struct bfile *f;
 	uint64_t rnd;
+	unsigned int read_pct;	/* o.read_pct; 100 for a --readers thread */
 	uint64_t blocks;	/* blocks of o.bs in the file (not -A) */
 	uint64_t wcur, rcur;	/* -S: next block to write and to read */
 	unsigned long w_issued;
@@ -238,6 +240,10 @@ static void usage(FILE *out, const char *prog)
 		"  -q N       queue depth per writer, 1 with -m psync (default: %u)\n"
 		"  -r PCT     PCT percent of the ops are reads of -b bytes (default: %u;\n"
 		"             100 only with -T)\n"
+		"  --readers N  N more threads that only read -b bytes at random offsets\n"
+		"             of the shared file, each with its own ring (or pread with\n"
+		"             -m psync) and -q; needs -T; their reads are counted with\n"
+		"             the writers' -r reads (default: 0)\n"
 		"  -m MODE    uring: buffered io_uring reads/writes; psync: pread/pwrite,\n"
 		"             no ring; uring-direct: io_uring with O_DIRECT; memcpy: no\n"
 		"             syscall, a memcpy() into an in-memory copy of the file, the\n"
@@ -431,8 +437,8 @@ static int next_op(struct worker *w, struct slot *s)
 {
 	uint64_t blk, end;
 
-	s->is_read = o.read_pct &&
-		     (o.read_pct == 100 || t_rnd_next(&w->rnd) % 100 < o.read_pct);
+	s->is_read = w->read_pct &&
+		     (w->read_pct == 100 || t_rnd_next(&w->rnd) % 100 < w->read_pct);
 	s->append = 0;
 	if (o.pattern == P_APPEND) {
 		end = atomic_load(&w->f->written_end);
@@ -1002,6 +1008,7 @@ int main(int argc, char *argv[])
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "seed", required_argument, NULL, 'Z' },
+		{ "readers", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static char default_path[PATH_MAX];
@@ -1009,7 +1016,7 @@ int main(int argc, char *argv[])
 	uint64_t t0, t1, next_status, last_ops = 0, wops, rops;
 	struct rusage ru0, ru1, mt0, mt1;
 	struct opstats w_all, r_all;
-	unsigned int nfiles, i;
+	unsigned int nfiles, nworkers, i;
 	struct bfile *files;
 	struct worker *ws;
 	unsigned long truncations = 0;
@@ -1040,6 +1047,7 @@ int main(int argc, char *argv[])
 		case 's': o.size = parse_size(optarg); break;
 		case 'b': o.bs = parse_size(optarg); break;
 		case 't': o.threads = parse_num(optarg, "-t", 1, 1024); break;
+		case 'D': o.readers = parse_num(optarg, "--readers", 0, 1024); break;
 		case 'n': o.writes = parse_num(optarg, "-n", 1, ULONG_MAX); break;
 		case 'T': o.runtime = parse_num(optarg, "-T", 0, 86400 * 365); break;
 		case 'q': o.qd = parse_num(optarg, "-q", 1, 4096); break;
@@ -1070,6 +1078,12 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "-r 100 needs -T: -n counts writes\n");
 		return 2;
 	}
+	if (o.readers && (!o.runtime || o.per_file || o.pattern != P_RANDOM ||
+			  o.mode == M_MEMCPY)) {
+		fprintf(stderr, "--readers needs -T, one shared file (no -P), random\n"
+			"offsets (no -S or -A) and a mode that does I/O (not -m memcpy)\n");
+		return 2;
+	}
 	if (o.mode == M_URING_DIRECT && o.bs % 512) {
 		fprintf(stderr, "-m uring-direct needs -b a multiple of 512\n");
 		return 2;
@@ -1089,7 +1103,8 @@ int main(int argc, char *argv[])
 
 	nfiles = o.per_file ? o.threads : 1;
 	files = calloc(nfiles, sizeof(*files));
-	ws = calloc(o.threads, sizeof(*ws));
+	nworkers = o.threads + o.readers;
+	ws = calloc(nworkers, sizeof(*ws));
 	if (!files || !ws) {
 		fprintf(stderr, "out of memory\n");
 		return 1;
@@ -1112,8 +1127,8 @@ int main(int argc, char *argv[])
 		memset(memarea, 0x5a, o.size);
 	}
 
-	pthread_barrier_init(&barrier, NULL, o.threads + 1);
-	for (i = 0; i < o.threads; i++) {
+	pthread_barrier_init(&barrier, NULL, nworkers + 1);
+	for (i = 0; i < nworkers; i++) {
 		struct worker *w = &ws[i];
 
 		w->id = i;
@@ -1121,8 +1136,9 @@ int main(int argc, char *argv[])
 		w->rnd = o.seed * 2654435761ULL + i;
 		if (!w->rnd)
 			w->rnd = i + 1;
+		w->read_pct = i < o.threads ? o.read_pct : 100;
 		w->blocks = o.size / o.bs;
-		if (!o.per_file)
+		if (!o.per_file && i < o.threads)
 			w->wcur = w->rcur = w->blocks * i / o.threads;
 		if (pthread_create(&w->thread, NULL, worker_fn, w)) {
 			fprintf(stderr, "pthread_create failed\n");
@@ -1130,7 +1146,7 @@ int main(int argc, char *argv[])
 		}
 	}
 	pthread_barrier_wait(&barrier);		/* workers set up */
-	for (i = 0; i < o.threads; i++)
+	for (i = 0; i < nworkers; i++)
 		failed |= ws[i].failed;
 	if (failed)
 		atomic_store(&abort_run, 1);
@@ -1143,7 +1159,7 @@ int main(int argc, char *argv[])
 	next_status = t0 + 1000000000ULL;
 	pthread_barrier_wait(&barrier);		/* go */
 
-	while (atomic_load(&nr_finished) < o.threads) {
+	while (atomic_load(&nr_finished) < nworkers) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		uint64_t now;
 
@@ -1155,7 +1171,7 @@ int main(int argc, char *argv[])
 		if (now < next_status || failed)
 			continue;
 		wops = rops = 0;
-		for (i = 0; i < o.threads; i++) {
+		for (i = 0; i < nworkers; i++) {
 			wops += atomic_load_explicit(&ws[i].w_done, memory_order_relaxed);
 			rops += atomic_load_explicit(&ws[i].r_done, memory_order_relaxed);
 		}
@@ -1170,7 +1186,7 @@ int main(int argc, char *argv[])
 		next_status += 1000000000ULL;
 	}
 	t1 = t0;
-	for (i = 0; i < o.threads; i++)
+	for (i = 0; i < nworkers; i++)
 		if (ws[i].t_end > t1)
 			t1 = ws[i].t_end;
 	tasks_scan(&tasks, 0);
@@ -1186,7 +1202,7 @@ int main(int argc, char *argv[])
 		t_punts_stop();
 	}
 	pthread_barrier_wait(&barrier);		/* measured */
-	for (i = 0; i < o.threads; i++) {
+	for (i = 0; i < nworkers; i++) {
 		pthread_join(ws[i].thread, NULL);
 		failed |= ws[i].failed;
 	}
@@ -1204,7 +1220,7 @@ int main(int argc, char *argv[])
 	memset(&w_all, 0, sizeof(w_all));
 	memset(&r_all, 0, sizeof(r_all));
 	memset(&call_all, 0, sizeof(call_all));
-	for (i = 0; i < o.threads; i++) {
+	for (i = 0; i < nworkers; i++) {
 		hist_merge(&call_all, &ws[i].call);
 		calls += ws[i].calls;
 		sqes += ws[i].sqes;
@@ -1217,7 +1233,7 @@ int main(int argc, char *argv[])
 		punts_r = by_op[IORING_OP_READ] + by_op[IORING_OP_READ_FIXED] +
 			  by_op[IORING_OP_READV];
 	}
-	for (i = 0; i < o.threads; i++) {
+	for (i = 0; i < nworkers; i++) {
 		struct opstats *src[2] = { &ws[i].w, &ws[i].r };
 		struct opstats *dst[2] = { &w_all, &r_all };
 		int k;
@@ -1269,10 +1285,10 @@ int main(int argc, char *argv[])
 		printf("null");
 	else
 		printf("%lu", o.writes);
-	printf(", \"read_pct\": %u, \"pattern\": \"%s\", \"nowait\": %s, "
+	printf(", \"read_pct\": %u, \"readers\": %u, \"pattern\": \"%s\", \"nowait\": %s, "
 	       "\"nowait_retry\": %s, \"fixed_file\": %s, \"fixed_bufs\": %s, "
 	       "\"seed\": %" PRIu64 "}, ",
-	       o.read_pct, pattern_names[o.pattern], o.nowait ? "true" : "false",
+	       o.read_pct, o.readers, pattern_names[o.pattern], o.nowait ? "true" : "false",
 	       o.retry ? "true" : "false", o.fixed_file ? "true" : "false",
 	       o.fixed_bufs ? "true" : "false", o.seed);
 	if (!ring_mode())
