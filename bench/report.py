@@ -48,6 +48,8 @@ FIO_Q = {
     "punts_w": (("punts_per_1000_writes",), False),
     "punts_r": (("punts_per_1000_reads",), False),
     "rclat99": (("read", "clat_ns", "p99"), False),
+    "usr": (("cpu", "usr_us_per_io"), False),
+    "sys": (("cpu", "sys_us_per_io"), False),
     "slat": (("write", "slat_ns", "mean"), False),
     "clat99": (("write", "clat_ns", "p99"), False),
 }
@@ -535,8 +537,9 @@ def main():
             w("")
             w("| fs | file | fio {}IOPS base | fio {}IOPS patched | ratio | A/A band "
               "| verdict | punts/1000 writes base / patched | slat mean "
-              "base / patched | clat p99 base / patched |".format(wk, wk))
-            w("|---|---|---|---|---|---|---|---|---|---|")
+              "base / patched | clat p99 base / patched | fio CPU us/IO "
+              "user, base / patched | system, base / patched |".format(wk, wk))
+            w("|---|---|---|---|---|---|---|---|---|---|---|---|")
             for fs in d.fss:
                 for var in ("cached", "dropped"):
                     b, p, r, aa, v = d.compare(c, fs, "fio", var, iops_q)
@@ -545,10 +548,13 @@ def main():
 
                     def fp(q, f=None):
                         return d.pair(c, fs, "fio", var, q, f)
-                    w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |"
+                    w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} "
+                      "| {} |"
                       .format(fs, var, spread(b), spread(p), rx(r), rx(aa),
                               v, fp("punts_w", lambda x: num(x, "{:.1f}")),
-                              fp("slat", lat), fp("clat99", lat)))
+                              fp("slat", lat), fp("clat99", lat),
+                              fp("usr", lambda x: num(x, "{:.1f}")),
+                              fp("sys", lambda x: num(x, "{:.1f}"))))
         w("")
 
     if d.errors:
