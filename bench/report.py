@@ -55,6 +55,12 @@ FIO_Q = {
 }
 
 
+def iops_of(args):
+    """The IOPS a cell is judged by: the writers' with --readers (the
+    readers have their own table), all ops otherwise."""
+    return "w_iops" if "--readers" in args else "iops"
+
+
 class Data:
     def __init__(self, recs):
         self.runs = {}      # (label, cell, fs, tool, variant) -> [result]
@@ -370,9 +376,9 @@ def main():
 
     # A/A summary.
     bands = []
-    for c, _ in cells:
+    for c, args in cells:
         for fs in d.fss:
-            _, _, _, aa, _ = d.compare(c, fs, "bench", None, "iops")
+            _, _, _, aa, _ = d.compare(c, fs, "bench", None, iops_of(args))
             if aa:
                 bands.append((aa, c, fs))
     if bands:
@@ -403,19 +409,21 @@ def main():
     w("## Summary")
     w("")
     w("IOPS ratio patched/baseline (medians) with the verdict, our tool "
-      "and fio's twin; punts per 1000 writes, baseline -> patched.")
+      "and fio's twin (the writers' IOPS in a cell with --readers); punts "
+      "per 1000 writes, baseline -> patched.")
     w("")
     w("| cell | fs | ours | A/A band | verdict | fio cached | verdict | "
       "fio dropped | verdict | punts/1000 writes | tools |")
     w("|---|---|---|---|---|---|---|---|---|---|---|")
     differ = []
-    for c, _ in cells:
+    for c, args in cells:
+        q = iops_of(args)
         for fs in d.fss:
-            b, p, r, aa, v = d.compare(c, fs, "bench", None, "iops")
+            b, p, r, aa, v = d.compare(c, fs, "bench", None, q)
             if not len(b) and not len(p):
                 continue
-            _, _, fr, faa, fv = d.compare(c, fs, "fio", "cached", "iops")
-            _, _, dr, daa, dv = d.compare(c, fs, "fio", "dropped", "iops")
+            _, _, fr, faa, fv = d.compare(c, fs, "fio", "cached", q)
+            _, _, dr, daa, dv = d.compare(c, fs, "fio", "dropped", q)
             pb, pp, _, _, _ = d.compare(c, fs, "bench", None, "punts_w")
             tools = "-" if fv == "-" else ("same" if fv == v else "differ")
             if tools == "differ":
@@ -468,9 +476,7 @@ def main():
         w("")
         w("`uring-overwrite {}`".format(args))
         w("")
-        # With --readers the readers have their own table: the writers'
-        # IOPS are the cell's, not the sum
-        iops_q = "w_iops" if "--readers" in args else "iops"
+        iops_q = iops_of(args)
         wk = "write " if iops_q == "w_iops" else ""
         w("| fs | {}IOPS base | {}IOPS patched | ratio | A/A band | verdict | "
           "punts/1000 writes base / patched | io-wq workers | "

@@ -66,21 +66,35 @@ for rnd in range(5):
                          "fs": "xfs", "tool": "bench", "variant": None,
                          "result": {"kernel": "k", "total": {"iops": iops},
                                     "write": {}, "read": {}}})
+        # --readers: the writers double, the readers halve, the sum holds
+        recs.append({"round": rnd, "label": label, "cell": "rdr",
+                     "fs": "xfs", "tool": "bench", "variant": None,
+                     "result": {"kernel": "k", "total": {"iops": 300 + rnd},
+                                "write": {"iops": fast + rnd},
+                                "read": {"iops": 300 - fast + rnd}}})
 with tempfile.TemporaryDirectory() as tmp:
     data = os.path.join(tmp, "r.jsonl")
     mat = os.path.join(tmp, "matrix")
     with open(data, "w") as f:
         f.write("\n".join(json.dumps(r) for r in recs) + "\n")
     with open(mat, "w") as f:
-        f.write("bench fast -b 4096\nbench same -b 4096\n")
+        f.write("bench fast -b 4096\nbench same -b 4096\n"
+                "bench rdr -b 4096 --readers 2\n")
     p = subprocess.run([sys.executable, os.path.join(HERE, "report.py"),
                         "--results", data, "--matrix", mat],
                        capture_output=True, text=True)
     check("report.py exit", p.returncode, 0)
     rows = {line.split("|")[1].strip(): line for line in p.stdout.split("\n")
-            if line.startswith("| fast |") or line.startswith("| same |")}
+            if line.startswith("| fast |") or line.startswith("| same |")
+            or line.startswith("| rdr |")}
     check("report: the faster cell", "**faster**" in rows.get("fast", ""),
           True)
     check("report: the noisy cell", "| no change |" in rows.get("same", ""),
           True)
+    check("report: --readers judged by its writers",
+          "**faster**" in rows.get("rdr", ""), True)
+    readers = [line for line in p.stdout.split("\n")
+               if line.startswith("| xfs | 202 [")]
+    check("report: --readers' readers judged apart",
+          len(readers) == 1 and "| slower |" in readers[0], True)
 sys.exit(failed)
