@@ -994,6 +994,8 @@ static void json_notes(void)
 		  "sqpoll threads; prefill and ring teardown excluded) minus "
 		  "the sampling main thread" },
 		{ "voluntary_ctx_switches", "ru_nvcsw delta, same scope as cpu" },
+		{ "involuntary_ctx_switches",
+		  "ru_nivcsw delta (preemptions), same scope as cpu" },
 	};
 	unsigned int i;
 
@@ -1026,7 +1028,7 @@ int main(int argc, char *argv[])
 	uint64_t calls = 0, sqes = 0, max_batch = 0;
 	struct hist call_all;
 	double secs, cpu_user, cpu_sys, cpu;
-	long nvcsw;
+	long nvcsw, nivcsw;
 	struct utsname uts;
 	const char *flavour;
 	int c, failed = 0, errors;
@@ -1260,6 +1262,8 @@ int main(int argc, char *argv[])
 	cpu_sys = ru_cpu(&ru0, &ru1, 1) - ru_cpu(&mt0, &mt1, 1);
 	cpu = cpu_user + cpu_sys;
 	nvcsw = (ru1.ru_nvcsw - ru0.ru_nvcsw) - (mt1.ru_nvcsw - mt0.ru_nvcsw);
+	nivcsw = (ru1.ru_nivcsw - ru0.ru_nivcsw) -
+		 (mt1.ru_nivcsw - mt0.ru_nivcsw);
 	flavour = getenv("TEST_FLAVOUR");
 	if (uname(&uts))
 		strcpy(uts.release, "?");
@@ -1350,6 +1354,7 @@ int main(int argc, char *argv[])
 		printf("%.4f", (double)nvcsw / w_all.ops);
 	else
 		printf("null");
+	printf(", \"involuntary_ctx_switches\": %ld", nivcsw);
 	printf(", \"notes\": {");
 	json_notes();
 	printf("}}\n");
