@@ -160,10 +160,11 @@ def fio_summary(j, by_op):
                         "p99": pct.get("99.000000"),
                         "p99.9": pct.get("99.900000")}}
     out["total"] = {"iops": out["write"]["iops"] + out["read"]["iops"]}
-    # fio's own CPU per I/O, user and system apart (its job processes,
-    # with their io-wq threads; usr_cpu and sys_cpu are percentages of
-    # job_runtime, the jobs' summed run time in ms): where it differs
-    # from ours, the same kernel saving moves fio's ratio less
+    # fio's own CPU per I/O, user and system apart: usr_cpu and sys_cpu
+    # are percentages of job_runtime (the jobs' summed run time in ms),
+    # from getrusage(RUSAGE_THREAD) of each job thread (seen with strace,
+    # fio 3.33), so io-wq workers, and the punted writes they run, are
+    # not in it; our tool's cpu is the whole process, io-wq included
     ios = out["write"]["ios"] + out["read"]["ios"]
     rt = job.get("job_runtime")
     if ios and rt:

@@ -539,11 +539,14 @@ def main():
         if any(("baseline", c, fs, "fio", "cached") in d.runs
                for fs in d.fss):
             w("")
-            w("fio twins (same block size, jobs, depth, file size and mix):")
+            w("fio twins (same block size, jobs, depth, file size and mix; "
+              "fio's CPU is its own account, getrusage(RUSAGE_THREAD) of its "
+              "job threads, which leaves out io-wq workers and so most of "
+              "a punted write's cost):")
             w("")
             w("| fs | file | fio {}IOPS base | fio {}IOPS patched | ratio | A/A band "
               "| verdict | punts/1000 writes base / patched | slat mean "
-              "base / patched | clat p99 base / patched | fio CPU us/IO "
+              "base / patched | clat p99 base / patched | fio's CPU us/IO "
               "user, base / patched | system, base / patched |".format(wk, wk))
             w("|---|---|---|---|---|---|---|---|---|---|---|---|")
             for fs in d.fss:
