@@ -47,6 +47,7 @@ FIO_Q = {
     "r_iops": (("read", "iops"), True),
     "punts_w": (("punts_per_1000_writes",), False),
     "punts_r": (("punts_per_1000_reads",), False),
+    "rclat50": (("read", "clat_ns", "p50"), False),
     "rclat99": (("read", "clat_ns", "p99"), False),
     "usr": (("cpu", "usr_us_per_io"), False),
     "sys": (("cpu", "sys_us_per_io"), False),
@@ -509,33 +510,25 @@ def main():
               "read p99 base | read p99 patched | ratio | A/A band | "
               "verdict |")
             w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+            # ours, then fio's readers of the cached twin, same columns
             for fs in d.fss:
-                b, p, r, aa, v = d.compare(c, fs, "bench", None, "r_iops")
-                if not len(b) and not len(p):
-                    continue
-                lb, lp, lr, laa, lv = d.compare(c, fs, "bench", None,
-                                                "rcmp99")
+                for label, tool, var, p50, p99 in (
+                        (fs, "bench", None, "rcmp50", "rcmp99"),
+                        (fs + ", fio cached", "fio", "cached", "rclat50",
+                         "rclat99")):
+                    b, p, r, aa, v = d.compare(c, fs, tool, var, "r_iops")
+                    if not len(b) and not len(p):
+                        continue
+                    lb, lp, lr, laa, lv = d.compare(c, fs, tool, var, p99)
 
-                def bp(q, f=None):
-                    return d.pair(c, fs, "bench", None, q, f)
-                w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} "
-                  "| {} | {} |".format(
-                      fs, spread(b), spread(p), rx(r), rx(aa), v,
-                      bp("punts_r", lambda x: num(x, "{:.1f}")),
-                      bp("rcmp50", lat), spread(lb, lat), spread(lp, lat),
-                      rx(lr), rx(laa), lv))
-                # fio's readers of the cached twin, in the same columns
-                b, p, r, aa, v = d.compare(c, fs, "fio", "cached", "r_iops")
-                if not len(b) and not len(p):
-                    continue
-                lb, lp, lr, laa, lv = d.compare(c, fs, "fio", "cached",
-                                                "rclat99")
-                w("| {}, fio cached | {} | {} | {} | {} | {} | {} | - | {} "
-                  "| {} | {} | {} | {} |".format(
-                      fs, spread(b), spread(p), rx(r), rx(aa), v,
-                      d.pair(c, fs, "fio", "cached", "punts_r",
-                             lambda x: num(x, "{:.1f}")),
-                      spread(lb, lat), spread(lp, lat), rx(lr), rx(laa), lv))
+                    def tp(q, f=None):
+                        return d.pair(c, fs, tool, var, q, f)
+                    w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} "
+                      "| {} | {} | {} |".format(
+                          label, spread(b), spread(p), rx(r), rx(aa), v,
+                          tp("punts_r", lambda x: num(x, "{:.1f}")),
+                          tp(p50, lat), spread(lb, lat), spread(lp, lat),
+                          rx(lr), rx(laa), lv))
         if any(("baseline", c, fs, "fio", "cached") in d.runs
                for fs in d.fss):
             w("")
