@@ -790,6 +790,11 @@ static void *worker_fn(void *arg)
 	char who[32];
 	int ring_up = 0;
 
+	/* uo-w<id> writes, uo-r<id> is a --readers thread: a scheduler
+	 * trace (sched_switch's comm) tells them apart. */
+	snprintf(who, sizeof(who), "uo-%c%u", w->id < o.threads ? 'w' : 'r',
+		 w->id);
+	pthread_setname_np(pthread_self(), who);
 	snprintf(who, sizeof(who), "worker %u", w->id);
 	slots = calloc(nslots, sizeof(*slots));
 	if (slots)
