@@ -69,6 +69,15 @@ def analyse(events):
     if not bench:
         raise SystemExit('sched-trace: no uo-* thread in the trace')
     t0, t1 = bench[0][0], bench[-1][0]
+    # A thread is counted in the class of the last name it had: a new
+    # io-wq worker runs under its creator's name (uo-w*) until it renames
+    # itself iou-wrk-*, and must not count as a writer.
+    final = {}
+    for e in events:
+        if e[1] == 'switch':
+            final[e[3]], final[e[6]] = e[2], e[5]
+        else:
+            final[e[3]] = e[2]
     comm, state, since = {}, {}, {}
     acc = {}
 
@@ -78,7 +87,7 @@ def analyse(events):
                                   'tids': set()})
 
     def settle(tid, t, new):
-        k = klass(comm.get(tid, ''))
+        k = klass(final.get(tid, comm.get(tid, '')))
         st = state.get(tid)
         if st is not None and tid in since:
             d = max(0.0, min(t, t1) - max(since[tid], t0))
@@ -103,9 +112,9 @@ def analyse(events):
             if pp:
                 preempted = ps.startswith('R')
                 if preempted and t >= t0:
-                    a(klass(pc))['preempt'] += 1
+                    a(klass(final.get(pp, pc)))['preempt'] += 1
                 elif t >= t0:
-                    a(klass(pc))['sleeps'] += 1
+                    a(klass(final.get(pp, pc)))['sleeps'] += 1
                 settle(pp, t, 'wait' if preempted else 'sleep')
             if np:
                 settle(np, t, 'run')

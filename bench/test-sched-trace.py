@@ -3,7 +3,8 @@
 """bench/sched-trace.py on a made-up trace whose answer is known: a
 writer and a reader share one CPU; the reader is preempted twice (waits
 of 3 ms and 1 ms), sleeps once (2 ms, then 0.5 ms before it runs), and
-an io-wq worker runs once."""
+an io-wq worker, woken first under its creator's name (as a new io-wq
+worker is, before it renames itself), runs once."""
 import importlib.util
 import os
 import sys
@@ -22,6 +23,7 @@ lines = [
     SW.format(p=W[0], pp=W[1], s='S', n=R[0], np=R[1], t=1.000),   # t0: reader runs
     SW.format(p=R[0], pp=R[1], s='R+', n=W[0], np=W[1], t=1.002),  # preempted
     SW.format(p=W[0], pp=W[1], s='R+', n=R[0], np=R[1], t=1.005),  # back: waited 3 ms
+    WK.format(c=R[0], cp=R[1], w=W[0], wp=Q[1], t=1.0055),         # new worker, old name
     SW.format(p=R[0], pp=R[1], s='S', n=Q[0], np=Q[1], t=1.006),   # sleeps
     WK.format(c=Q[0], cp=Q[1], w=R[0], wp=R[1], t=1.008),          # woken after 2 ms
     SW.format(p=Q[0], pp=Q[1], s='S', n=R[0], np=R[1], t=1.0085),  # runs 0.5 ms later
@@ -54,7 +56,9 @@ check('reader waits', len(r['waits']), 3)
 check('reader wait max', max(r['waits']), 0.003)
 check('reader wait p50', st.pct(r['waits'], 50), 0.001)
 check('io-wq running', acc['io-wq']['run'], 0.0025)
+check('io-wq runnable', acc['io-wq']['wait'], 0.0005)
 check('writer preemptions', acc['writers']['preempt'], 1)
+check('writer threads', len(acc['writers']['tids']), 1)
 if fails:
     sys.exit(1)
 print('selftest-sched-trace: all checks passed')
