@@ -78,7 +78,7 @@ def analyse(events):
             final[e[3]], final[e[6]] = e[2], e[5]
         else:
             final[e[3]] = e[2]
-    comm, state, since = {}, {}, {}
+    state, since = {}, {}
     acc = {}
 
     def a(k):
@@ -87,7 +87,7 @@ def analyse(events):
                                   'tids': set()})
 
     def settle(tid, t, new):
-        k = klass(final.get(tid, comm.get(tid, '')))
+        k = klass(final[tid])
         st = state.get(tid)
         if st is not None and tid in since:
             d = max(0.0, min(t, t1) - max(since[tid], t0))
@@ -107,20 +107,18 @@ def analyse(events):
         if t > t1:
             break
         if e[1] == 'switch':
-            _, _, pc, pp, ps, nc, np = e
-            comm[pp], comm[np] = pc, nc
+            _, _, _, pp, ps, _, np = e
             if pp:
                 preempted = ps.startswith('R')
                 if preempted and t >= t0:
-                    a(klass(final.get(pp, pc)))['preempt'] += 1
+                    a(klass(final[pp]))['preempt'] += 1
                 elif t >= t0:
-                    a(klass(final.get(pp, pc)))['sleeps'] += 1
+                    a(klass(final[pp]))['sleeps'] += 1
                 settle(pp, t, 'wait' if preempted else 'sleep')
             if np:
                 settle(np, t, 'run')
         else:
-            _, _, c, p = e
-            comm[p] = c
+            p = e[3]
             if state.get(p) in (None, 'sleep'):
                 settle(p, t, 'wait')
     return t1 - t0, acc

@@ -36,6 +36,19 @@ die() {
 	exit 1
 }
 
+# The Meson build directory (URING_BUILD_DIR, default $TOP/build), as an
+# absolute path. The guests see the host only through $TOP, so the test
+# and benchmark binaries they run must lie under it.
+build_dir() {
+	local b top
+	b=$(realpath -m "${URING_BUILD_DIR:-$TOP/build}")
+	top=$(realpath "$TOP")
+	case "$b" in
+	"$top"/*) echo "$b" ;;
+	*) die "URING_BUILD_DIR=$b lies outside $top, the only host directory the guests see" ;;
+	esac
+}
+
 say() {
 	echo "$PROG: $*"
 }
