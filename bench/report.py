@@ -289,6 +289,8 @@ def main():
                     help="JSON Lines files of the rounds")
     ap.add_argument("--matrix", required=True)
     ap.add_argument("--accel", default="tcg")
+    ap.add_argument("--icount-shift", type=int, default=2,
+                    help="with --accel tcg-icount: 2^N ns per instruction")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--seconds", type=int)
     ap.add_argument("--order", default="",
@@ -321,9 +323,22 @@ def main():
     w("- Machine: {}".format(machine()))
     vc = "/".join(str(v) for v in sorted(d.vcpus)) or \
         "2 (runs before 2026-12-05 did not record it)"
+    accel = a.accel.upper()
+    if a.accel == "tcg-icount":
+        ns = 1 << a.icount_shift
+        accel = ("TCG with instruction counting (`-icount shift={},sleep=off`"
+                 ", single-threaded TCG): each guest's clock advances {} ns "
+                 "per guest instruction whatever the host does, so every "
+                 "time, rate and CPU figure below is a count of guest "
+                 "instructions (1 us = {} instructions; IOPS: operations per "
+                 "{} million instructions), close to the same on ".format(
+                     a.icount_shift, ns, 1000 // ns, 1000 // ns) +
+                 "every run of the same work (the A/A band says how close); it prices every instruction "
+                 "alike and knows no caches, memory bandwidth or lock "
+                 "transfer costs of real hardware")
     w("- Accelerator: QEMU {}, each guest {} vCPU(s), 4 GiB, scratch file "
       "systems on brd ram disks{}".format(
-          a.accel.upper(), vc,
+          accel, vc,
           "; guest clocksource " + "/".join(sorted(d.clocks))
           if d.clocks else ""))
     w("- Kernels: baseline `{}` (Debian linux-source-6.12), patched `{}` "
@@ -441,7 +456,9 @@ def main():
               "{} on {} (ours {} {}, fio {} {})".format(
                   c, fs, v, rx(r), fv, rx(fr))
               for c, fs, v, r, fv, fr in differ) + ". Each is a finding "
-          "to explain (bench/results-notes.md).")
+          "to explain ({}).".format(
+              "bench/" + os.path.basename(a.notes) if a.notes
+              else "the notes"))
         w("")
 
     # References.
