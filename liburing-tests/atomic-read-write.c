@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: read-vs-write atomicity of buffered overwrites. Writer
- *		threads (io_uring rings and pwrite(2)) overwrite whole 4 KiB,
+ *		threads (io_uring rings, in two rounds with registered
+ *		buffers, and pwrite(2)) overwrite whole 4 KiB,
  *		16 KiB or 64 KiB slots of a prefilled, fsynced file with a
  *		stamp in every 64-bit word, while reader threads (io_uring
  *		rings and pread(2)) read whole slots and count the reads that
@@ -71,12 +72,16 @@ struct reader {
 struct round {
 	const char *name;
 	uint32_t slot;		/* slot size; the file has NR_SLOTS of them */
+	int fixed;		/* io_uring writers use registered buffers */
 };
 
 static const struct round rounds[] = {
-	{ "4k-slots",	4096 },
-	{ "16k-slots",	16384 },
-	{ "64k-slots",	65536 },
+	{ "4k-slots",		4096 },
+	{ "16k-slots",		16384 },
+	{ "64k-slots",		65536 },
+	/* WRITE_FIXED: a bio_vec source, copied without a bounce buffer. */
+	{ "16k-slots+fixed",	16384, 1 },
+	{ "64k-slots+fixed",	65536, 1 },
 };
 
 static struct {
@@ -164,8 +169,25 @@ static void *uring_writer(void *arg)
 	unsigned char *bufs;
 
 	bufs = t_worker_ring(&ring, cfg.qd, cfg.qd * cur->slot, w->name);
-	if (!bufs)
+	if (!bufs) {
 		fail_round(&w->failed);
+	} else if (cur->fixed) {
+		struct iovec iov[MAX_QD];
+		int ret;
+
+		for (i = 0; i < cfg.qd; i++) {
+			iov[i].iov_base = bufs + i * cur->slot;
+			iov[i].iov_len = cur->slot;
+		}
+		ret = io_uring_register_buffers(&ring, iov, cfg.qd);
+		if (ret) {
+			fprintf(stderr, "w%u: io_uring_register_buffers: %s\n",
+				w->id, strerror(-ret));
+			fail_round(&w->failed);
+			t_worker_ring_exit(&ring, bufs);
+			bufs = NULL;
+		}
+	}
 	pthread_barrier_wait(&start_barrier);
 
 	while (bufs && !writer_over()) {
@@ -177,7 +199,12 @@ static void *uring_writer(void *arg)
 
 			t_stamp_fill(buf, cur->slot,
 				     issue(w, slots[i], off, cur->slot));
-			io_uring_prep_write(sqe, fd, buf, cur->slot, off);
+			if (cur->fixed)
+				io_uring_prep_write_fixed(sqe, fd, buf,
+							  cur->slot, off, i);
+			else
+				io_uring_prep_write(sqe, fd, buf, cur->slot,
+						    off);
 			sqe->user_data = off;
 		}
 		if (t_uring_batch(&ring, cfg.qd, w->name, write_done, w)) {

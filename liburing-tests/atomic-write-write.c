@@ -2,7 +2,8 @@
 /*
  * Description: write-vs-write atomicity of buffered overwrites. Several
  *		threads, each with its own io_uring ring (in some rounds half
- *		of them using pwrite(2) instead), overwrite a prefilled,
+ *		of them using pwrite(2) instead, in others with registered
+ *		buffers: WRITE_FIXED), overwrite a prefilled,
  *		fsynced file concurrently: whole 4 KiB, 16 KiB or 64 KiB
  *		slots, or 4K/16K/64K writes at offsets that overlap partially.
  *		Every 64-bit word of a write holds the write's stamp (writer,
@@ -58,6 +59,7 @@ struct round {
 	uint32_t slot;		/* slot size, 0: mixed, overlapping sizes */
 	uint32_t area;		/* bytes of the file the round writes */
 	int pwrite_half;	/* odd-numbered writers use pwrite(2) */
+	int fixed;		/* io_uring writers use registered buffers */
 };
 
 static const struct round rounds[] = {
@@ -68,6 +70,13 @@ static const struct round rounds[] = {
 	{ "4k-slots+pwrite",	4096,	64 * 4096,	1 },
 	{ "64k-slots+pwrite",	65536,	16 * 65536,	1 },
 	{ "mixed-sizes+pwrite",	0,	256 * 1024,	1 },
+	/*
+	 * WRITE_FIXED: the source is a bio_vec, which the patched kernels
+	 * copy into the locked folios without a bounce buffer.
+	 */
+	{ "4k-slots+fixed",	4096,	64 * 4096,	0, 1 },
+	{ "mixed-sizes+fixed",	0,	256 * 1024,	0, 1 },
+	{ "mixed+fixed+pwrite",	0,	256 * 1024,	1, 1 },
 };
 
 static struct {
@@ -169,8 +178,25 @@ static void *uring_writer(void *arg)
 	uint32_t off, len;
 
 	bufs = t_worker_ring(&ring, cfg.qd, cfg.qd * MAX_LEN, w->name);
-	if (!bufs)
+	if (!bufs) {
 		writer_fail(w);
+	} else if (cur->fixed) {
+		struct iovec iov[MAX_QD];
+		int ret;
+
+		for (i = 0; i < cfg.qd; i++) {
+			iov[i].iov_base = bufs + i * MAX_LEN;
+			iov[i].iov_len = MAX_LEN;
+		}
+		ret = io_uring_register_buffers(&ring, iov, cfg.qd);
+		if (ret) {
+			fprintf(stderr, "%s: io_uring_register_buffers: %s\n",
+				w->name, strerror(-ret));
+			writer_fail(w);
+			t_worker_ring_exit(&ring, bufs);
+			bufs = NULL;
+		}
+	}
 	pthread_barrier_wait(&start_barrier);
 
 	while (bufs && !round_over(w, cfg.qd)) {
@@ -180,7 +206,11 @@ static void *uring_writer(void *arg)
 
 			pick_write(w, &off, &len);
 			t_stamp_fill(buf, len, issue(w, off, len));
-			io_uring_prep_write(sqe, fd, buf, len, off);
+			if (cur->fixed)
+				io_uring_prep_write_fixed(sqe, fd, buf, len,
+							  off, i);
+			else
+				io_uring_prep_write(sqe, fd, buf, len, off);
 			sqe->user_data = w->nr;
 		}
 		if (t_uring_batch(&ring, cfg.qd, w->name, write_done, w)) {
