@@ -331,11 +331,12 @@ def main():
                  "per guest instruction whatever the host does, so every "
                  "time, rate and CPU figure below is a count of guest "
                  "instructions (1 us = {} instructions; IOPS: operations per "
-                 "{} million instructions), close to the same on ".format(
-                     a.icount_shift, ns, 1000 // ns, 1000 // ns) +
-                 "every run of the same work (the A/A band says how close); it prices every instruction "
-                 "alike and knows no caches, memory bandwidth or lock "
-                 "transfer costs of real hardware")
+                 "{} million instructions), close to the same on every "
+                 "run of the same work (the A/A band says how close); it "
+                 "prices every instruction alike and knows no caches, "
+                 "memory bandwidth or lock transfer costs of real "
+                 "hardware".format(a.icount_shift, ns, 1000 // ns,
+                                   1000 // ns))
     w("- Accelerator: QEMU {}, each guest {} vCPU(s), 4 GiB, scratch file "
       "systems on brd ram disks{}".format(
           accel, vc,

@@ -76,9 +76,9 @@ struct round {
 };
 
 static const struct round rounds[] = {
-	{ "4k-slots",		4096 },
-	{ "16k-slots",		16384 },
-	{ "64k-slots",		65536 },
+	{ "4k-slots",		4096, 0 },
+	{ "16k-slots",		16384, 0 },
+	{ "64k-slots",		65536, 0 },
 	/* WRITE_FIXED: a bio_vec source, copied without a bounce buffer. */
 	{ "16k-slots+fixed",	16384, 1 },
 	{ "64k-slots+fixed",	65536, 1 },
@@ -169,25 +169,11 @@ static void *uring_writer(void *arg)
 	unsigned char *bufs;
 
 	bufs = t_worker_ring(&ring, cfg.qd, cfg.qd * cur->slot, w->name);
-	if (!bufs) {
+	if (bufs && cur->fixed)
+		bufs = t_worker_ring_fixed(&ring, bufs, cfg.qd, cur->slot,
+					   w->name);
+	if (!bufs)
 		fail_round(&w->failed);
-	} else if (cur->fixed) {
-		struct iovec iov[MAX_QD];
-		int ret;
-
-		for (i = 0; i < cfg.qd; i++) {
-			iov[i].iov_base = bufs + i * cur->slot;
-			iov[i].iov_len = cur->slot;
-		}
-		ret = io_uring_register_buffers(&ring, iov, cfg.qd);
-		if (ret) {
-			fprintf(stderr, "w%u: io_uring_register_buffers: %s\n",
-				w->id, strerror(-ret));
-			fail_round(&w->failed);
-			t_worker_ring_exit(&ring, bufs);
-			bufs = NULL;
-		}
-	}
 	pthread_barrier_wait(&start_barrier);
 
 	while (bufs && !writer_over()) {

@@ -63,13 +63,13 @@ struct round {
 };
 
 static const struct round rounds[] = {
-	{ "4k-slots",		4096,	64 * 4096,	0 },
-	{ "16k-slots",		16384,	32 * 16384,	0 },
-	{ "64k-slots",		65536,	16 * 65536,	0 },
-	{ "mixed-sizes",	0,	256 * 1024,	0 },
-	{ "4k-slots+pwrite",	4096,	64 * 4096,	1 },
-	{ "64k-slots+pwrite",	65536,	16 * 65536,	1 },
-	{ "mixed-sizes+pwrite",	0,	256 * 1024,	1 },
+	{ "4k-slots",		4096,	64 * 4096,	0, 0 },
+	{ "16k-slots",		16384,	32 * 16384,	0, 0 },
+	{ "64k-slots",		65536,	16 * 65536,	0, 0 },
+	{ "mixed-sizes",	0,	256 * 1024,	0, 0 },
+	{ "4k-slots+pwrite",	4096,	64 * 4096,	1, 0 },
+	{ "64k-slots+pwrite",	65536,	16 * 65536,	1, 0 },
+	{ "mixed-sizes+pwrite",	0,	256 * 1024,	1, 0 },
 	/*
 	 * WRITE_FIXED: the source is a bio_vec, which the patched kernels
 	 * copy into the locked folios without a bounce buffer.
@@ -178,25 +178,11 @@ static void *uring_writer(void *arg)
 	uint32_t off, len;
 
 	bufs = t_worker_ring(&ring, cfg.qd, cfg.qd * MAX_LEN, w->name);
-	if (!bufs) {
+	if (bufs && cur->fixed)
+		bufs = t_worker_ring_fixed(&ring, bufs, cfg.qd, MAX_LEN,
+					   w->name);
+	if (!bufs)
 		writer_fail(w);
-	} else if (cur->fixed) {
-		struct iovec iov[MAX_QD];
-		int ret;
-
-		for (i = 0; i < cfg.qd; i++) {
-			iov[i].iov_base = bufs + i * MAX_LEN;
-			iov[i].iov_len = MAX_LEN;
-		}
-		ret = io_uring_register_buffers(&ring, iov, cfg.qd);
-		if (ret) {
-			fprintf(stderr, "%s: io_uring_register_buffers: %s\n",
-				w->name, strerror(-ret));
-			writer_fail(w);
-			t_worker_ring_exit(&ring, bufs);
-			bufs = NULL;
-		}
-	}
 	pthread_barrier_wait(&start_barrier);
 
 	while (bufs && !round_over(w, cfg.qd)) {

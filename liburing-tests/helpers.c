@@ -287,6 +287,34 @@ void *t_worker_ring(struct io_uring *ring, unsigned int entries, size_t size,
 	return bufs;
 }
 
+void *t_worker_ring_fixed(struct io_uring *ring, void *bufs, unsigned int nr,
+			  size_t size, const char *who)
+{
+	struct iovec *iov;
+	unsigned int i;
+	int ret;
+
+	iov = calloc(nr, sizeof(*iov));
+	if (!iov) {
+		fprintf(stderr, "%s: out of memory\n", who);
+		t_worker_ring_exit(ring, bufs);
+		return NULL;
+	}
+	for (i = 0; i < nr; i++) {
+		iov[i].iov_base = (char *)bufs + i * size;
+		iov[i].iov_len = size;
+	}
+	ret = io_uring_register_buffers(ring, iov, nr);
+	free(iov);
+	if (ret) {
+		fprintf(stderr, "%s: io_uring_register_buffers: %s\n", who,
+			strerror(-ret));
+		t_worker_ring_exit(ring, bufs);
+		return NULL;
+	}
+	return bufs;
+}
+
 void t_worker_ring_exit(struct io_uring *ring, void *bufs)
 {
 	if (!bufs)

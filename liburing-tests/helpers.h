@@ -104,11 +104,16 @@ int t_uring_fsync(struct io_uring *ring, int fd);
  * after printing "@who: out of memory". t_worker_ring() sets up @ring
  * with @entries and returns t_worker_buf(@size), or NULL after printing
  * why, with @ring then not set up; t_worker_ring_exit() undoes it (a
- * no-op for NULL @bufs).
+ * no-op for NULL @bufs). t_worker_ring_fixed() registers @bufs with
+ * @ring as @nr buffers of @size bytes each (buffer i at i * @size, for
+ * WRITE_FIXED/READ_FIXED with buf_index i); on failure it prints why,
+ * undoes t_worker_ring() and returns NULL, else it returns @bufs.
  */
 void *t_worker_buf(size_t size, const char *who);
 void *t_worker_ring(struct io_uring *ring, unsigned int entries, size_t size,
 		    const char *who);
+void *t_worker_ring_fixed(struct io_uring *ring, void *bufs, unsigned int nr,
+			  size_t size, const char *who);
 void t_worker_ring_exit(struct io_uring *ring, void *bufs);
 
 /*
