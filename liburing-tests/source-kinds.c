@@ -1,17 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: overwrites of a cached file from every kind of user source
- *		the series pins (patches 26-28) must write exactly the source's
- *		bytes, through pwritev(), pwritev2(RWF_NOWAIT) and io_uring
- *		IORING_OP_WRITEV alike:
+ *		must write exactly the source's bytes, through pwritev(),
+ *		pwritev2(RWF_NOWAIT) and io_uring IORING_OP_WRITEV alike. The
+ *		series pins a user source's pages and copies from them, or
+ *		copies the source into a buffer where it cannot pin them
+ *		without a fault (patches 26-29); these are the sources that
+ *		take each way:
  *		- iovecs with empty segments, segments that straddle pages and
- *		  start at odd offsets, and more pages than one pinning batch
- *		  (17 pages in one 64 KiB write, 20 segments in another);
+ *		  start at odd offsets; 17 pages in one 64 KiB write (more
+ *		  than one pinning batch); 12 segments of 5000 bytes (more
+ *		  pages than are described inline); 40 segments of 100 bytes
+ *		  on 40 pages (too many pieces to pin: copied);
  *		- a source mapped from the file being written (another range);
  *		- a source mapped from another file whose pages are not cached
- *		  (RWF_NOWAIT may return -EAGAIN; io_uring must get it right);
+ *		  (not present: RWF_NOWAIT may return -EAGAIN, io_uring's
+ *		  worker faults it in);
  *		- anonymous memory never touched (the zero page);
- *		- a buffer shared copy-on-write with a child after fork();
+ *		- a buffer shared copy-on-write with a child after fork()
+ *		  (not pinnable without unsharing: copied);
  *		- a bad address, alone and after a good segment: -EFAULT, or
  *		  a short write of the good part.
  *		After every write the whole file is read back and compared
@@ -33,7 +40,7 @@
 
 #define FSIZE		(256 * 1024)
 #define PG		4096
-#define MAXSEG		24
+#define MAXSEG		40
 
 enum how { H_PWRITEV, H_NOWAIT, H_URING, H_NR };
 static const char *const how_name[] = { "pwritev", "pwritev2(RWF_NOWAIT)",
@@ -154,7 +161,7 @@ static int build_iov(struct iovec *iov, unsigned char *area,
 		t_fill_pattern(area + at, lens[i], at, gen++);
 		iov[i].iov_base = area + at;
 		iov[i].iov_len = lens[i];
-		at += lens[i] + 1000 + 333 * i;
+		at += lens[i] < 1000 ? PG : lens[i] + 1000 + 333 * i;
 	}
 	return n;
 }
@@ -163,12 +170,14 @@ static int case_iovecs(unsigned char *area)
 {
 	static const size_t odd[] = { 100, 0, 4000, 0, 3000, 1 };
 	static const size_t big[] = { 65536 };
-	size_t many[20];
+	size_t many[12], tiny[40];
 	struct iovec iov[MAXSEG];
 	int h, i, n, bad = 0;
 
-	for (i = 0; i < 20; i++)
-		many[i] = 3000 + (i & 1);
+	for (i = 0; i < 12; i++)
+		many[i] = 5000 + (i & 1);
+	for (i = 0; i < 40; i++)
+		tiny[i] = 100;
 	for (h = 0; h < H_NR; h++) {
 		n = build_iov(iov, area, odd, 6);
 		bad |= check_write("odd segments", h, iov, n, 1000 + h, 0, 0);
@@ -176,8 +185,11 @@ static int case_iovecs(unsigned char *area)
 		n = build_iov(iov, area, big, 1);
 		bad |= check_write("64 KiB, 17 pages", h, iov, n,
 				   70000 + 7 * h, 0, 0);
-		n = build_iov(iov, area, many, 20);
-		bad |= check_write("20 segments", h, iov, n, 140000 + h, 0, 0);
+		n = build_iov(iov, area, many, 12);
+		bad |= check_write("12 segments", h, iov, n, 140000 + h, 0, 0);
+		n = build_iov(iov, area, tiny, 40);
+		bad |= check_write("40 segments on 40 pages", h, iov, n,
+				   210000 + h, 0, 0);
 	}
 	return bad;
 }

@@ -12,7 +12,7 @@ FLAVOURS="baseline patched debug"
 # Built and booted only when asked for by name: the series plus the
 # deliberately wrong patches in kernel/broken/, which the tests must catch
 # (vm/test-the-tests).
-EXTRA_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share"
+EXTRA_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin"
 
 # The deliberately wrong patch of each broken flavour (a glob in
 # kernel/broken/).
@@ -27,6 +27,7 @@ broken_patch() {
 	broken-mark) echo "0007-*.patch" ;;	# XFS readers' copies never marked stale
 	broken-map) echo "0008-*.patch" ;;	# XFS trusts a stale mapped run
 	broken-share) echo "0009-*.patch" ;;	# XFS overwrites shared blocks in place
+	broken-pin) echo "0010-*.patch" ;;	# pinned source read from page starts
 	esac
 }
 PROG=$(basename "$0")
