@@ -291,6 +291,8 @@ def main():
     ap.add_argument("--accel", default="tcg")
     ap.add_argument("--icount-shift", type=int, default=2,
                     help="with --accel tcg-icount: 2^N ns per instruction")
+    ap.add_argument("--cpu", default="",
+                    help="the guests' QEMU -cpu model, for the header")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--seconds", type=int)
     ap.add_argument("--order", default="",
@@ -337,6 +339,20 @@ def main():
                  "memory bandwidth or lock transfer costs of real "
                  "hardware".format(a.icount_shift, ns, 1000 // ns,
                                    1000 // ns))
+        if "-erms" in a.cpu:
+            accel += ("; guest CPU `{}`: without ERMS the kernel copies "
+                      "from user memory (`rep_movs_alternative()`) with "
+                      "`rep movsq`, as the iov_iter code copies from "
+                      "kernel memory (gcc inlines those copies as `rep "
+                      "movsq`), which the model prices at one instruction "
+                      "per 8 bytes, so a copy costs about the same "
+                      "whichever path makes it; with ERMS the user copy "
+                      "is `rep movsb`, one instruction per byte, and a "
+                      "kernel that copies from pinned pages instead of "
+                      "from user memory would look cheaper for that "
+                      "alone".format(a.cpu))
+        elif a.cpu:
+            accel += "; guest CPU `{}`".format(a.cpu)
     w("- Accelerator: QEMU {}, each guest {} vCPU(s), 4 GiB, scratch file "
       "systems on brd ram disks{}".format(
           accel, vc,
