@@ -241,6 +241,16 @@ int t_uring_pwrite(struct io_uring *ring, int fd, const void *buf,
 	return t_submit_wait(ring);
 }
 
+int t_uring_pwritev(struct io_uring *ring, int fd, const struct iovec *iov,
+		    unsigned int nr, off_t off, int rw_flags)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	io_uring_prep_writev(sqe, fd, iov, nr, off);
+	sqe->rw_flags = rw_flags;
+	return t_submit_wait(ring);
+}
+
 int t_uring_pread(struct io_uring *ring, int fd, void *buf,
 		  unsigned int len, off_t off)
 {

@@ -94,6 +94,8 @@ ssize_t t_check_pattern(const void *buf, size_t len, uint64_t off, uint32_t gen)
 /* Write @len bytes of @buf at @off through @ring and wait: returns res. */
 int t_uring_pwrite(struct io_uring *ring, int fd, const void *buf,
 		   unsigned int len, off_t off, int rw_flags);
+int t_uring_pwritev(struct io_uring *ring, int fd, const struct iovec *iov,
+		    unsigned int nr, off_t off, int rw_flags);
 int t_uring_pread(struct io_uring *ring, int fd, void *buf,
 		  unsigned int len, off_t off);
 int t_uring_fsync(struct io_uring *ring, int fd);

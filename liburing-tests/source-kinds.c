@@ -73,8 +73,6 @@ static int verify(const char *what, enum how h)
 
 static ssize_t do_write(enum how h, const struct iovec *iov, int n, off_t off)
 {
-	struct io_uring_cqe *cqe;
-	struct io_uring_sqe *sqe;
 	ssize_t ret;
 
 	switch (h) {
@@ -85,17 +83,7 @@ static ssize_t do_write(enum how h, const struct iovec *iov, int n, off_t off)
 		ret = pwritev2(fd, iov, n, off, RWF_NOWAIT);
 		return ret < 0 ? -errno : ret;
 	default:
-		sqe = io_uring_get_sqe(&ring);
-		io_uring_prep_writev(sqe, fd, iov, n, off);
-		ret = io_uring_submit_and_wait(&ring, 1);
-		if (ret != 1)
-			return ret < 0 ? ret : -EIO;
-		ret = io_uring_wait_cqe(&ring, &cqe);
-		if (ret)
-			return ret;
-		ret = cqe->res;
-		io_uring_cqe_seen(&ring, cqe);
-		return ret;
+		return t_uring_pwritev(&ring, fd, iov, n, off, 0);
 	}
 }
 
