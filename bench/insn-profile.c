@@ -2,7 +2,13 @@
 /*
  * QEMU TCG plugin: count the guest instructions executed per translation
  * block start address, and write "address count" lines when the guest
- * ends (bench/insn-profile.sh maps the addresses to kernel functions).
+ * ends (bench/insn-profile.py maps the addresses to kernel functions).
+ *
+ * A window: the guest marks its start and its end by executing
+ * "xchg %bx,%bx" (66 87 db, a no-op; bench/uring-overwrite does it around
+ * its measured run when $URING_BENCH_MARK is set). With two marks the
+ * counts written are those executed between them, and the first line says
+ * "# window"; otherwise they are those of the whole run ("# whole run").
  *
  * Build: cc -O2 -shared -fPIC -o insn-profile.so insn-profile.c
  * Use:   qemu-system-x86_64 -accel tcg,thread=single \
@@ -24,8 +30,10 @@
 
 typedef uint64_t qemu_plugin_id_t;
 struct qemu_plugin_tb;
+struct qemu_plugin_insn;
 typedef struct qemu_info_t qemu_info_t;
 enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 };
+enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS };
 
 void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id,
 	void (*cb)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb));
@@ -35,6 +43,13 @@ size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb,
 	enum qemu_plugin_op op, void *ptr, uint64_t imm);
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb,
+	size_t idx);
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
+void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
+	void (*cb)(unsigned int vcpu_index, void *udata),
+	enum qemu_plugin_cb_flags flags, void *udata);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
@@ -54,6 +69,41 @@ struct slot {
 static struct slot *table;
 static unsigned long nr_used;
 static char *out_path;
+/* The counts at the window's start and end marks. */
+static uint64_t *mark_start, *mark_end;
+static unsigned int nr_marks;
+
+static void mark(unsigned int vcpu_index, void *udata)
+{
+	uint64_t *snap;
+
+	(void)vcpu_index;
+	(void)udata;
+	if (nr_marks >= 2) {
+		nr_marks++;
+		return;
+	}
+	snap = malloc(TABLE_SIZE * sizeof(*snap));
+	if (!snap) {
+		fprintf(stderr, "insn-profile: no memory for a mark\n");
+		abort();
+	}
+	for (unsigned long i = 0; i < TABLE_SIZE; i++)
+		snap[i] = table[i].insns;
+	if (nr_marks++ == 0)
+		mark_start = snap;
+	else
+		mark_end = snap;
+}
+
+static int is_mark(struct qemu_plugin_insn *insn)
+{
+	static const unsigned char xchg_bx_bx[] = { 0x66, 0x87, 0xdb };
+
+	return qemu_plugin_insn_size(insn) == sizeof(xchg_bx_bx) &&
+	       !memcmp(qemu_plugin_insn_data(insn), xchg_bx_bx,
+		       sizeof(xchg_bx_bx));
+}
 
 static struct slot *slot_of(uint64_t addr)
 {
@@ -87,6 +137,13 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64,
 						 &s->insns,
 						 qemu_plugin_tb_n_insns(tb));
+	for (size_t i = 0; i < qemu_plugin_tb_n_insns(tb); i++) {
+		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+
+		if (is_mark(insn))
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, mark,
+				QEMU_PLUGIN_CB_NO_REGS, NULL);
+	}
 }
 
 static void at_exit(qemu_plugin_id_t id, void *udata)
@@ -99,10 +156,18 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
 		perror(out_path);
 		return;
 	}
-	for (unsigned long i = 0; i < TABLE_SIZE; i++)
-		if (table[i].used && table[i].insns)
-			fprintf(f, "%" PRIx64 " %" PRIu64 "\n", table[i].addr,
-				table[i].insns);
+	if (nr_marks == 2)
+		fprintf(f, "# window\n");
+	else
+		fprintf(f, "# whole run (%u marks)\n", nr_marks);
+	for (unsigned long i = 0; i < TABLE_SIZE; i++) {
+		uint64_t n = table[i].insns;
+
+		if (nr_marks == 2)
+			n = mark_end[i] - mark_start[i];
+		if (table[i].used && n)
+			fprintf(f, "%" PRIx64 " %" PRIu64 "\n", table[i].addr, n);
+	}
 	if (fclose(f))
 		perror(out_path);
 }

@@ -12,7 +12,7 @@ FLAVOURS="baseline patched debug"
 # Built and booted only when asked for by name: the series plus the
 # deliberately wrong patches in kernel/broken/, which the tests must catch
 # (vm/test-the-tests).
-EXTRA_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin"
+EXTRA_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin broken-source"
 
 # The deliberately wrong patch of each broken flavour (a glob in
 # kernel/broken/).
@@ -28,6 +28,7 @@ broken_patch() {
 	broken-map) echo "0008-*.patch" ;;	# XFS trusts a stale mapped run
 	broken-share) echo "0009-*.patch" ;;	# XFS overwrites shared blocks in place
 	broken-pin) echo "0010-*.patch" ;;	# pinned source read from page starts
+	broken-source) echo "0011-*.patch" ;;	# buffered source read before the folio locks
 	esac
 }
 PROG=$(basename "$0")
