@@ -50,6 +50,7 @@ static unsigned char *map;
 static unsigned char big[2 * PG] __attribute__((aligned(PG)));
 static atomic_uint go, done;
 static unsigned int rounds;
+static atomic_int stop;
 static ssize_t big_ret;
 static size_t big_len = sizeof(big);
 
@@ -67,9 +68,11 @@ static void *big_writer(void *arg)
 	uint64_t rnd = (uintptr_t)arg;
 	unsigned int r;
 
-	for (r = 1; r <= rounds; r++) {
-		while (atomic_load(&go) < r)
+	for (r = 1; ; r++) {
+		while (atomic_load(&go) < r && !atomic_load(&stop))
 			;
+		if (atomic_load(&go) < r)
+			break;
 		jitter(&rnd);
 		big_ret = pwrite(fd, big, big_len, 0);
 		atomic_store(&done, r);
@@ -112,20 +115,10 @@ int main(void)
 		return 1;
 	}
 
-	/*
-	 * The number of rounds is fixed before the threads start; a first
-	 * pass measures how many fit in the time asked for.
-	 */
-	t_end = t_now_ns() + (uint64_t)secs * 1000000000ull / 8;
-	for (rounds = 0; t_now_ns() < t_end; rounds++)
-		if (pwrite(fd, map, SMALL, PG) != SMALL ||
-		    pwrite(fd, big, sizeof(big), 0) != sizeof(big))
-			break;
-	rounds = rounds * 4 + 100;
-	if (source_only)
-		big_len = PG;
-	printf("same-file-source: fs %s, %u rounds%s, seed %u\n", t_test_fs(),
-	       rounds, source_only ? " (the big write covers the source only)" : "",
+	/* As many rounds as fit in the time asked for. */
+	t_end = t_now_ns() + (uint64_t)secs * 1000000000ull;
+	printf("same-file-source: fs %s, %u s%s, seed %u\n", t_test_fs(),
+	       secs, source_only ? " (the big write covers the source only)" : "",
 	       seed);
 
 	atomic_store(&go, 0);
@@ -135,7 +128,7 @@ int main(void)
 		fprintf(stderr, "pthread_create: %s\n", strerror(ret));
 		return 1;
 	}
-	for (r = 1; r <= rounds; r++) {
+	for (r = 1; t_now_ns() < t_end; r++) {
 		unsigned char g = 1 + r % 251;
 		ssize_t n;
 		int i;
@@ -180,6 +173,8 @@ int main(void)
 			bad++;
 		}
 	}
+	rounds = r - 1;
+	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
 	if (small_err) {
 		printf("%u of %u small writes did not write %d bytes\n",
