@@ -49,7 +49,6 @@ static int fd;
 static unsigned char *map;
 static unsigned char big[2 * PG] __attribute__((aligned(PG)));
 static atomic_uint go, done;
-static unsigned int rounds;
 static atomic_int stop;
 static ssize_t big_ret;
 static size_t big_len = sizeof(big);
@@ -88,7 +87,7 @@ int main(void)
 	unsigned char check[SMALL];
 	struct io_uring ring;
 	uint64_t rnd = seed | 1, t_end;
-	unsigned int r, bad = 0, small_err = 0;
+	unsigned int r, rounds, bad = 0, small_err = 0;
 	unsigned char *zero;
 	pthread_t th;
 	char path[256];
