@@ -1,33 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: a write whose source is mapped from the file it writes
- *		must be serialisable against an overwrite of the pages it
- *		reads. Each round, two threads start together: one
- *		overwrites pages 0 and 1 with generation G (one 8 KiB
- *		write), the other writes 1 KiB at page 1 from a shared
- *		mapping of page 0 of the same file. In either order the
- *		1 KiB at page 1 ends as G: written last by the big write, or
- *		copied from page 0 after the big write filled it with G. A
- *		copy of page 0 made while the big write is halfway through
- *		it (a torn source), or made before it and written after it
- *		(a stale source), leaves something else.
+ *		must be serialisable against another write of the pages it
+ *		reads. Each round, two threads start together: the "big"
+ *		writer overwrites the source pages with a new byte G, and the
+ *		"copy" writer writes from a shared mapping of the source pages
+ *		(pages 0-7) to pages 8 and up of the same file.
  *
- *		6.12 serialises the two writers on the exclusive inode lock.
- *		The series serialises them on the folio locks: a pinned
- *		source is read under the small write's folio lock, and so
- *		must a source read into a buffer (sources of at most 2 KiB,
- *		and those that cannot be pinned); kernel/broken/0011 reads
- *		it before the folio locks and must be caught. The small
- *		write goes through pwrite() and through io_uring (tried
- *		inline under IOCB_NOWAIT, punted to io-wq if that fails) in
- *		alternate rounds. Not a feature test: 6.12 must pass it too.
+ *		Round kinds, in turn:
+ *		- cover: the big write covers the source and the copy's
+ *		  destination (pages 0-15, 64 KiB), the copy is 1 KiB. In
+ *		  either order the destination ends as G: written last by the
+ *		  big write, or copied from the source after the big write
+ *		  filled it. A source read before the big write and written
+ *		  after it (stale), or read halfway through it (torn), leaves
+ *		  something else.
+ *		- source-small, source-large: the big write covers the source
+ *		  pages only (pages 0-7, 32 KiB), the copy is 1 KiB (read
+ *		  into a buffer by the series) or 32 KiB (pinned). Either
+ *		  order leaves the destination uniform, G or the source's
+ *		  byte before the round; a source read while the big write is
+ *		  copying leaves it mixed. The two writes share no folio, so
+ *		  only the inode lock (6.12, and the series' exclusive path
+ *		  for a source in the file it writes) orders them.
+ *		The copy goes through pwrite() and io_uring (inline under
+ *		IOCB_NOWAIT, or punted) in alternate rounds of each kind.
+ *		The file is written 4 KiB at a time, so that XFS caches it
+ *		in small folios and the two writes meet on no large one.
  *
- *		TEST_SAMEFILE_SOURCE_ONLY=1: the big write covers page 0
- *		only, the source's page and not the small write's. Either
- *		order then leaves page 1 uniform, G or the byte before it,
- *		and a torn source leaves it mixed. The series does not
- *		order that pair (the small write locks only page 1's folio;
- *		docs/design.md section 9): a reproducer, not in the suite.
+ *		Not a feature test: 6.12 must pass it too. The series sends
+ *		a write whose source is in the file it writes to the
+ *		exclusive path (patch 32); kernel/broken/0011 takes it on the
+ *		shared path, as the series did before, and fails the source
+ *		rounds. Before patch 32 the cover rounds failed when a
+ *		buffered source was read before the folio locks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,16 +48,26 @@
 #include "helpers.h"
 
 #define PG		4096
-#define FSIZE		(16 * PG)
-#define SMALL		1024
+#define NPAGES		16
+#define FSIZE		(NPAGES * PG)
+#define SRC_PAGES	8
+#define DST		(SRC_PAGES * PG)
+
+enum { COVER, SOURCE_SMALL, SOURCE_LARGE, NR_KINDS };
+
+static const char *const kind_name[NR_KINDS] = {
+	"cover", "source-small", "source-large",
+};
+static const size_t copy_len[NR_KINDS] = { 1024, 1024, SRC_PAGES * PG };
+static const size_t big_len[NR_KINDS] = { FSIZE, SRC_PAGES * PG,
+					   SRC_PAGES * PG };
 
 static int fd;
-static unsigned char *map;
-static unsigned char big[2 * PG] __attribute__((aligned(PG)));
+static unsigned char big[FSIZE] __attribute__((aligned(PG)));
 static atomic_uint go, done;
 static atomic_int stop;
+static atomic_size_t big_want;
 static ssize_t big_ret;
-static size_t big_len = sizeof(big);
 
 /* Spin a little, so that either writer may start first. */
 static void jitter(uint64_t *rnd)
@@ -73,7 +89,7 @@ static void *big_writer(void *arg)
 		if (atomic_load(&go) < r)
 			break;
 		jitter(&rnd);
-		big_ret = pwrite(fd, big, big_len, 0);
+		big_ret = pwrite(fd, big, atomic_load(&big_want), 0);
 		atomic_store(&done, r);
 	}
 	return NULL;
@@ -83,12 +99,12 @@ int main(void)
 {
 	unsigned int seed = t_seed("same-file-source");
 	unsigned int secs = t_env_uint("TEST_SAMEFILE_SECONDS", 4, 1, 3600);
-	int source_only = t_env_uint("TEST_SAMEFILE_SOURCE_ONLY", 0, 0, 1);
-	unsigned char check[SMALL];
+	static unsigned char check[SRC_PAGES * PG];
+	unsigned int rounds[NR_KINDS] = { 0 }, bad[NR_KINDS] = { 0 };
+	unsigned int r, k, nbad = 0, copy_err = 0;
+	unsigned char prev = 0, *map;
 	struct io_uring ring;
 	uint64_t rnd = seed | 1, t_end;
-	unsigned int r, rounds, bad = 0, small_err = 0;
-	unsigned char *zero;
 	pthread_t th;
 	char path[256];
 	int ret;
@@ -97,9 +113,15 @@ int main(void)
 	if (fd < 0)
 		return 1;
 	unlink(path);
-	zero = calloc(1, FSIZE);
-	if (!zero || pwrite(fd, zero, FSIZE, 0) != FSIZE || fsync(fd) ||
-	    pread(fd, zero, FSIZE, 0) != FSIZE) {
+	/* 4 KiB at a time: small folios on XFS too. */
+	memset(big, 0, sizeof(big));
+	for (k = 0; k < NPAGES; k++) {
+		if (pwrite(fd, big, PG, (off_t)k * PG) != PG) {
+			perror("prefill");
+			return 1;
+		}
+	}
+	if (fsync(fd) || pread(fd, big, FSIZE, 0) != FSIZE) {
 		perror("prefill");
 		return 1;
 	}
@@ -116,12 +138,9 @@ int main(void)
 
 	/* As many rounds as fit in the time asked for. */
 	t_end = t_now_ns() + (uint64_t)secs * 1000000000ull;
-	printf("same-file-source: fs %s, %u s%s, seed %u\n", t_test_fs(),
-	       secs, source_only ? " (the big write covers the source only)" : "",
+	printf("same-file-source: fs %s, %u s, seed %u\n", t_test_fs(), secs,
 	       seed);
 
-	atomic_store(&go, 0);
-	atomic_store(&done, 0);
 	ret = pthread_create(&th, NULL, big_writer, (void *)(uintptr_t)(seed | 2));
 	if (ret) {
 		fprintf(stderr, "pthread_create: %s\n", strerror(ret));
@@ -129,61 +148,64 @@ int main(void)
 	}
 	for (r = 1; t_now_ns() < t_end; r++) {
 		unsigned char g = 1 + r % 251;
+		int kind = (r / 2) % NR_KINDS, uring = r & 1;
+		size_t len = copy_len[kind], i;
 		ssize_t n;
-		int i;
 
-		memset(big, g, sizeof(big));
+		memset(big, g, big_len[kind]);
+		atomic_store(&big_want, big_len[kind]);
 		atomic_store(&go, r);
 		jitter(&rnd);
-		if (r & 1) {
-			n = pwrite(fd, map, SMALL, PG);
-		} else {
-			n = t_uring_pwrite(&ring, fd, map, SMALL, PG, 0);
-		}
-		if (n != SMALL)
-			small_err++;
+		if (uring)
+			n = t_uring_pwrite(&ring, fd, map, len, DST, 0);
+		else
+			n = pwrite(fd, map, len, DST);
+		if (n != (ssize_t)len)
+			copy_err++;
 		while (atomic_load(&done) < r)
 			;
-		if (big_ret != (ssize_t)big_len) {
-			fprintf(stderr, "round %u: the 8 KiB write returned %zd\n",
-				r, big_ret);
+		if (big_ret != (ssize_t)big_len[kind]) {
+			fprintf(stderr, "round %u: the %zu KiB write returned %zd\n",
+				r, big_len[kind] / 1024, big_ret);
 			return 1;
 		}
-		if (pread(fd, check, SMALL, PG) != SMALL) {
+		if (pread(fd, check, len, DST) != (ssize_t)len) {
 			perror("pread");
 			return 1;
 		}
-		for (i = 0; i < SMALL && check[i] == g; i++)
+		rounds[kind]++;
+		/* cover: G; source rounds: uniform, G or the source before. */
+		for (i = 0; i < len && check[i] == check[0]; i++)
 			;
-		/* Source only: uniform, G or the round before's byte. */
-		if (source_only && i < SMALL &&
-		    check[0] == (r == 1 ? 0 : 1 + (r - 1) % 251)) {
-			for (i = 0; i < SMALL && check[i] == check[0]; i++)
-				;
+		if (i == len && (check[0] == g ||
+				 (kind != COVER && check[0] == prev))) {
+			prev = g;
+			continue;
 		}
-		if (i < SMALL) {
-			if (bad < 5)
-				printf("round %u (%s): byte %d at page 1 is %u, "
-				       "the %zu KiB write wrote %u (byte 0 %u, last %u): "
-				       "no order of the two writes gives this\n",
-				       r, r & 1 ? "pwrite" : "io_uring", i,
-				       check[i], big_len / 1024, g, check[0],
-				       check[SMALL - 1]);
-			bad++;
-		}
+		if (nbad < 5)
+			printf("round %u (%s, %s): byte %zu of %zu copied is %u "
+			       "(byte 0 %u, last %u), the big write wrote %u over "
+			       "%u: no order of the two writes gives this\n",
+			       r, kind_name[kind], uring ? "io_uring" : "pwrite",
+			       i < len ? i : 0, len, i < len ? check[i] : check[0],
+			       check[0], check[len - 1], g,
+			       kind == COVER ? g : prev);
+		prev = g;
+		bad[kind]++;
+		nbad++;
 	}
-	rounds = r - 1;
 	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
-	if (small_err) {
-		printf("%u of %u small writes did not write %d bytes\n",
-		       small_err, rounds, SMALL);
+	for (k = 0; k < NR_KINDS; k++)
+		printf("same-file-source: %s: %u rounds, %u bad\n",
+		       kind_name[k], rounds[k], bad[k]);
+	if (copy_err) {
+		printf("%u copies did not write all their bytes\n", copy_err);
 		return 1;
 	}
-	if (bad) {
-		printf("%u of %u rounds not serialisable\n", bad, rounds);
+	if (nbad) {
+		printf("%u rounds not serialisable\n", nbad);
 		return 1;
 	}
-	printf("same-file-source: %u rounds serialisable\n", rounds);
 	return 0;
 }

@@ -12,7 +12,8 @@
  *		  than one pinning batch); 12 segments of 5000 bytes (more
  *		  pages than are described inline); 40 segments of 100 bytes
  *		  on 40 pages (too many pieces to pin: copied);
- *		- a source mapped from the file being written (another range);
+ *		- a source mapped from the file being written (another range;
+ *		  the series takes such a write on its exclusive path);
  *		- a source mapped from another file whose pages are not cached
  *		  (not present: RWF_NOWAIT may return -EAGAIN, io_uring's
  *		  worker faults it in);

@@ -28,7 +28,7 @@ broken_patch() {
 	broken-map) echo "0008-*.patch" ;;	# XFS trusts a stale mapped run
 	broken-share) echo "0009-*.patch" ;;	# XFS overwrites shared blocks in place
 	broken-pin) echo "0010-*.patch" ;;	# pinned source read from page starts
-	broken-source) echo "0011-*.patch" ;;	# buffered source read before the folio locks
+	broken-source) echo "0011-*.patch" ;;	# a source in the file written taken shared
 	esac
 }
 PROG=$(basename "$0")
