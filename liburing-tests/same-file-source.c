@@ -23,17 +23,27 @@
  *		  copying leaves it mixed. The two writes share no folio, so
  *		  only the inode lock (6.12, and the series' exclusive path
  *		  for a source in the file it writes) orders them.
- *		The copy goes through pwrite() and io_uring (inline under
- *		IOCB_NOWAIT, or punted) in alternate rounds of each kind.
+ *		- read (XFS only): instead of the copy, a 32 KiB read of pages
+ *		  8-15 into the shared mapping of pages 0-7, against the big
+ *		  write of pages 0-7. Either order leaves pages 0-7 all G or
+ *		  all what pages 8-15 held; stores of the read mixed with the
+ *		  write's copy leave something else. 6.12's XFS orders a
+ *		  buffered read against a buffered write (IOLOCK_SHARED
+ *		  against IOLOCK_EXCL); ext4 never did, so ext4 skips them.
+ *		The copy (or read) goes through pwrite() (pread()) and
+ *		io_uring (inline under IOCB_NOWAIT, or punted) in alternate
+ *		rounds of each kind.
  *		The file is written 4 KiB at a time, so that XFS caches it
  *		in small folios and the two writes meet on no large one.
  *
  *		Not a feature test: 6.12 must pass it too. The series sends
  *		a write whose source is in the file it writes to the
- *		exclusive path (patch 32); kernel/broken/0011 takes it on the
- *		shared path, as the series did before, and fails the source
- *		rounds. Before patch 32 the cover rounds failed when a
- *		buffered source was read before the folio locks.
+ *		exclusive path (patch 32), and sends a read into memory that
+ *		may map the file it reads into XFS's overwrite gate (patch
+ *		33); kernel/broken/0011 takes such a write on the shared path,
+ *		as the series did before, and fails the source rounds. Before
+ *		patch 32 the cover rounds failed when a buffered source was
+ *		read before the folio locks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,14 +63,15 @@
 #define SRC_PAGES	8
 #define DST		(SRC_PAGES * PG)
 
-enum { COVER, SOURCE_SMALL, SOURCE_LARGE, NR_KINDS };
+enum { COVER, SOURCE_SMALL, SOURCE_LARGE, READ, NR_KINDS };
 
 static const char *const kind_name[NR_KINDS] = {
-	"cover", "source-small", "source-large",
+	"cover", "source-small", "source-large", "read",
 };
-static const size_t copy_len[NR_KINDS] = { 1024, 1024, SRC_PAGES * PG };
-static const size_t big_len[NR_KINDS] = { FSIZE, SRC_PAGES * PG,
+static const size_t copy_len[NR_KINDS] = { 1024, 1024, SRC_PAGES * PG,
 					   SRC_PAGES * PG };
+static const size_t big_len[NR_KINDS] = { FSIZE, SRC_PAGES * PG,
+					   SRC_PAGES * PG, SRC_PAGES * PG };
 
 static int fd;
 static unsigned char big[FSIZE] __attribute__((aligned(PG)));
@@ -99,10 +110,11 @@ int main(void)
 {
 	unsigned int seed = t_seed("same-file-source");
 	unsigned int secs = t_env_uint("TEST_SAMEFILE_SECONDS", 4, 1, 3600);
-	static unsigned char check[SRC_PAGES * PG];
+	static unsigned char check[SRC_PAGES * PG], before[FSIZE];
 	unsigned int rounds[NR_KINDS] = { 0 }, bad[NR_KINDS] = { 0 };
 	unsigned int r, k, nbad = 0, copy_err = 0;
-	unsigned char prev = 0, *map;
+	int nr_kinds = strcmp(t_test_fs(), "xfs") ? READ : NR_KINDS;
+	unsigned char *map;
 	struct io_uring ring;
 	uint64_t rnd = seed | 1, t_end;
 	pthread_t th;
@@ -125,7 +137,7 @@ int main(void)
 		perror("prefill");
 		return 1;
 	}
-	map = mmap(NULL, FSIZE, PROT_READ, MAP_SHARED, fd, 0);
+	map = mmap(NULL, FSIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		perror("mmap");
 		return 1;
@@ -138,8 +150,8 @@ int main(void)
 
 	/* As many rounds as fit in the time asked for. */
 	t_end = t_now_ns() + (uint64_t)secs * 1000000000ull;
-	printf("same-file-source: fs %s, %u s, seed %u\n", t_test_fs(), secs,
-	       seed);
+	printf("same-file-source: fs %s, %u s, seed %u%s\n", t_test_fs(), secs,
+	       seed, nr_kinds < NR_KINDS ? " (no read rounds: not XFS)" : "");
 
 	ret = pthread_create(&th, NULL, big_writer, (void *)(uintptr_t)(seed | 2));
 	if (ret) {
@@ -148,15 +160,26 @@ int main(void)
 	}
 	for (r = 1; t_now_ns() < t_end; r++) {
 		unsigned char g = 1 + r % 251;
-		int kind = (r / 2) % NR_KINDS, uring = r & 1;
+		int kind = (r / 2) % nr_kinds, uring = r & 1;
 		size_t len = copy_len[kind], i;
+		const unsigned char *old;
+		off_t at = DST;
 		ssize_t n;
 
+		/* What the pages held before the round. */
+		if (pread(fd, before, FSIZE, 0) != FSIZE) {
+			perror("pread");
+			return 1;
+		}
 		memset(big, g, big_len[kind]);
 		atomic_store(&big_want, big_len[kind]);
 		atomic_store(&go, r);
 		jitter(&rnd);
-		if (uring)
+		if (kind == READ && uring)
+			n = t_uring_pread(&ring, fd, map, len, DST);
+		else if (kind == READ)
+			n = pread(fd, map, len, DST);
+		else if (uring)
 			n = t_uring_pwrite(&ring, fd, map, len, DST, 0);
 		else
 			n = pwrite(fd, map, len, DST);
@@ -169,38 +192,44 @@ int main(void)
 				r, big_len[kind] / 1024, big_ret);
 			return 1;
 		}
-		if (pread(fd, check, len, DST) != (ssize_t)len) {
+		/*
+		 * cover: G. source: G, or the source before the round. read:
+		 * pages 0-7 are G, or what pages 8-15 held.
+		 */
+		old = before;
+		if (kind == READ) {
+			at = 0;
+			old = before + DST;
+		}
+		if (pread(fd, check, len, at) != (ssize_t)len) {
 			perror("pread");
 			return 1;
 		}
 		rounds[kind]++;
-		/* cover: G; source rounds: uniform, G or the source before. */
-		for (i = 0; i < len && check[i] == check[0]; i++)
+		for (i = 0; i < len && check[i] == g; i++)
 			;
-		if (i == len && (check[0] == g ||
-				 (kind != COVER && check[0] == prev))) {
-			prev = g;
+		if (i < len && kind != COVER)
+			for (i = 0; i < len && check[i] == old[i]; i++)
+				;
+		if (i == len)
 			continue;
-		}
 		if (nbad < 5)
-			printf("round %u (%s, %s): byte %zu of %zu copied is %u "
-			       "(byte 0 %u, last %u), the big write wrote %u over "
-			       "%u: no order of the two writes gives this\n",
-			       r, kind_name[kind], uring ? "io_uring" : "pwrite",
-			       i < len ? i : 0, len, i < len ? check[i] : check[0],
-			       check[0], check[len - 1], g,
-			       kind == COVER ? g : prev);
-		prev = g;
+			printf("round %u (%s, %s): byte %zu of %zu is %u, the "
+			       "big write wrote %u, before the round it was %u "
+			       "(byte 0 %u, last %u): no order of the two gives "
+			       "this\n", r, kind_name[kind],
+			       uring ? "io_uring" : "syscall", i, len, check[i],
+			       g, old[i], check[0], check[len - 1]);
 		bad[kind]++;
 		nbad++;
 	}
 	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
-	for (k = 0; k < NR_KINDS; k++)
+	for (k = 0; k < (unsigned int)nr_kinds; k++)
 		printf("same-file-source: %s: %u rounds, %u bad\n",
 		       kind_name[k], rounds[k], bad[k]);
 	if (copy_err) {
-		printf("%u copies did not write all their bytes\n", copy_err);
+		printf("%u copies or reads did not move all their bytes\n", copy_err);
 		return 1;
 	}
 	if (nbad) {
