@@ -55,6 +55,7 @@ struct opts {
 	int per_file;
 	int fixed_file;		/* -F: registered file */
 	int fixed_bufs;		/* -B: registered buffers */
+	int drop;		/* --drop: the prefilled file leaves the cache */
 	uint64_t seed;
 	int seed_set;
 };
@@ -258,6 +259,9 @@ static void usage(FILE *out, const char *prog)
 		"             system refusing all buffered NOWAIT pwritev2) counted, not\n"
 		"             retried\n"
 		"  -R         with -N, retry refused writes without RWF_NOWAIT\n"
+		"  --drop     drop the prefilled file from the page cache before the\n"
+		"             run (fio's default invalidate=1): early writes then find\n"
+		"             their blocks uncached\n"
 		"  -h, --help this text\n"
 		"The JSON object is the only thing on stdout; a status line a second and\n"
 		"errors go to stderr. Punts need tracefs (-1 without it).\n",
@@ -360,6 +364,14 @@ static int open_file(struct bfile *f)
 	} else {
 		fd = open(f->path, O_RDWR | O_CREAT, 0644);
 		if (fd >= 0 && prefill(fd, f->path, o.size)) {
+			close(fd);
+			return -1;
+		}
+		/* As fio's default invalidate=1: written, synced, dropped. */
+		if (fd >= 0 && o.drop &&
+		    (errno = posix_fadvise(fd, 0, o.size, POSIX_FADV_DONTNEED))) {
+			fprintf(stderr, "posix_fadvise %s: %s\n", f->path,
+				strerror(errno));
 			close(fd);
 			return -1;
 		}
@@ -1027,6 +1039,7 @@ int main(int argc, char *argv[])
 		{ "help", no_argument, NULL, 'h' },
 		{ "seed", required_argument, NULL, 'Z' },
 		{ "readers", required_argument, NULL, 'D' },
+		{ "drop", no_argument, NULL, 'X' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static char default_path[PATH_MAX];
@@ -1067,6 +1080,7 @@ int main(int argc, char *argv[])
 		case 'b': o.bs = parse_size(optarg); break;
 		case 't': o.threads = parse_num(optarg, "-t", 1, 1024); break;
 		case 'D': o.readers = parse_num(optarg, "--readers", 0, 1024); break;
+		case 'X': o.drop = 1; break;
 		case 'n': o.writes = parse_num(optarg, "-n", 1, ULONG_MAX); break;
 		case 'T': o.runtime = parse_num(optarg, "-T", 0, 86400 * 365); break;
 		case 'q': o.qd = parse_num(optarg, "-q", 1, 4096); break;
@@ -1087,6 +1101,12 @@ int main(int argc, char *argv[])
 	}
 	if (o.bs > o.size || o.bs > INT_MAX) {
 		fprintf(stderr, "need -b <= -s\n");
+		return 2;
+	}
+	if (o.drop && (o.pattern == P_APPEND || o.mode == M_MEMCPY ||
+		       o.mode == M_URING_DIRECT)) {
+		fprintf(stderr, "--drop needs a buffered mode that overwrites "
+			"(no -A, -m memcpy or -m uring-direct)\n");
 		return 2;
 	}
 	if (o.retry && !o.nowait) {
@@ -1310,10 +1330,10 @@ int main(int argc, char *argv[])
 		printf("%lu", o.writes);
 	printf(", \"read_pct\": %u, \"readers\": %u, \"pattern\": \"%s\", \"nowait\": %s, "
 	       "\"nowait_retry\": %s, \"fixed_file\": %s, \"fixed_bufs\": %s, "
-	       "\"seed\": %" PRIu64 "}, ",
+	       "\"drop\": %s, \"seed\": %" PRIu64 "}, ",
 	       o.read_pct, o.readers, pattern_names[o.pattern], o.nowait ? "true" : "false",
 	       o.retry ? "true" : "false", o.fixed_file ? "true" : "false",
-	       o.fixed_bufs ? "true" : "false", o.seed);
+	       o.fixed_bufs ? "true" : "false", o.drop ? "true" : "false", o.seed);
 	if (!ring_mode())
 		printf("\"io_uring\": null, ");
 	else
