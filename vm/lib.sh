@@ -11,8 +11,9 @@ JOBS=${URING_VM_JOBS:-$(nproc)}
 FLAVOURS="baseline patched debug"
 # Built and booted only when asked for by name: the series plus the
 # deliberately wrong patches in kernel/broken/, which the tests must catch
-# (vm/test-the-tests).
-EXTRA_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin broken-source broken-read"
+# (vm/test-the-tests), and the series with KCSAN (kernel/config/kcsan.config).
+BROKEN_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin broken-source broken-read"
+EXTRA_FLAVOURS="$BROKEN_FLAVOURS kcsan"
 
 # The deliberately wrong patch of each broken flavour (a glob in
 # kernel/broken/).
