@@ -313,7 +313,6 @@ static int parse_name(const char *s, const char *const *names, int nr,
 	exit(2);
 }
 
-/* Write [0, size) in 1 MiB chunks, fsync, and read it back into the cache. */
 /*
  * With $URING_BENCH_MARK set, mark the start and the end of the measured
  * run for bench/insn-profile.c, a QEMU plugin that counts the instructions
@@ -325,6 +324,7 @@ static void mark_window(int on)
 		__asm__ __volatile__(".byte 0x66, 0x87, 0xdb" ::: "memory");
 }
 
+/* Write [0, size) in 1 MiB chunks, fsync, and read it back into the cache. */
 static int prefill(int fd, const char *path, unsigned long long size)
 {
 	static char buf[1 << 20];
