@@ -15,8 +15,11 @@
  *		lock exclusive across its copy (XFS IOLOCK_EXCL, ext4
  *		i_rwsem), which O_DIRECT reads on both and buffered reads on
  *		XFS wait for, so this is a feature test expected to fail there.
- *		The series copies the source into a bounce buffer before it
- *		takes any lock of the file.
+ *		The series faults the source in before it takes any lock of
+ *		the file and copies from pinned pages; it does so for blocking
+ *		writers of a file that IOCB_NOWAIT writers use (a file before
+ *		its first NOWAIT write keeps 6.12's path and its stall), so
+ *		the file is given one RWF_NOWAIT write first.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -142,6 +145,12 @@ static int new_file(char *path, size_t plen, void *buf)
 		perror("setup overwrite");
 		goto fail;
 	}
+	/*
+	 * A file that NOWAIT writers use: before its first NOWAIT write the
+	 * series takes a blocking writer through 6.12's exclusive path.
+	 */
+	if (t_note_nowait_use(fd))
+		goto fail;
 	return fd;
 fail:
 	close(fd);

@@ -602,6 +602,23 @@ int t_nowait_probe(const char *dir)
 	return refuses;
 }
 
+int t_note_nowait_use(int fd)
+{
+	char buf[4096];
+	struct iovec iov = { .iov_base = buf };
+	ssize_t n;
+
+	n = pread(fd, buf, sizeof(buf), 0);
+	if (n <= 0) {
+		fprintf(stderr, "note NOWAIT use: read: %s\n",
+			n ? strerror(errno) : "empty file");
+		return -1;
+	}
+	iov.iov_len = n;
+	(void)pwritev2(fd, &iov, 1, 0, RWF_NOWAIT);
+	return 0;
+}
+
 /* t_nowait_probe() for the file system of @fd, found through /proc. */
 static int t_nowait_probe_fd(int fd)
 {

@@ -339,6 +339,18 @@ struct t_stalled_writer {
 	pthread_t thr, hthr;
 };
 
+/*
+ * Make the file of @fd one that IOCB_NOWAIT writers use: one RWF_NOWAIT
+ * pwritev2() that writes back the first page's own bytes (at most 4 KiB;
+ * it changes c/mtime). The series keeps blocking writers of a file on the
+ * exclusive path until its first IOCB_NOWAIT write; tests whose blocking
+ * writers stand for the other writers of a file in io_uring use call this
+ * before they start. What the write returns is not looked at (6.12's ext4
+ * refuses it, and it may find the timestamps stale); returns 0, or -1 if
+ * the page could not be read.
+ */
+int t_note_nowait_use(int fd);
+
 /* Start it; returns 0 once its first write has faulted, or -1. */
 int t_stalled_writer_start(struct t_stalled_writer *w);
 /* Stop and join it; returns 0, or 1 after printing what went wrong. */

@@ -9,7 +9,9 @@
  *		reads), then reads /proc/lockdep and requires the gate's
  *		class for this file system to be there with a lock held
  *		before it (i_rwsem / IOLOCK: an edge into the gate, recorded
- *		only for a blocking acquire) and a lock taken under it (an
+ *		only for a blocking acquire: pwrite(), which enters the gate
+ *		once an io_uring write has made the file one that NOWAIT
+ *		writers use) and a lock taken under it (an
  *		edge out of it). So a deadlock through the gate is one
  *		lockdep can report, not one only the hung task detector
  *		would find.

@@ -486,6 +486,9 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 	/* Meetings on a folio are rare: give them more chances. */
 	run_writes = shared ? 5 * writes_per_thread : writes_per_thread;
 
+	/* The contender is another writer of a file in io_uring use. */
+	if (with_contender && t_note_nowait_use(fd))
+		return -1;
 	/* Start on a fresh clock tick: the first write needs new timestamps. */
 	t_next_tick();
 	if (t_punts_start())

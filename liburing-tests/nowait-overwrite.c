@@ -62,7 +62,8 @@
  * shorter than a clock tick, so an -EAGAIN at every stall exceeds the
  * one-per-tick allowance. 64 KiB is FILEMAP_LOCK_RANGE_MAX: a larger
  * blocking write takes the exclusive lock on the patched kernel too, by
- * design.
+ * design, as does every blocking write to a file before its first NOWAIT
+ * write (test_contended() makes one first).
  */
 #define CONTENDER_LEN		(64 * 1024)
 #define CONTENDER_FAULT_US	200
@@ -217,7 +218,12 @@ static int test_contended(int fd, enum method m)
 	long ticks = 0;
 	int ret, failed = 0;
 
-	if (t_stalled_writer_start(&c))
+	/*
+	 * The pwrite() writer is another writer of a file that NOWAIT
+	 * writers use: until its first NOWAIT write, a file's blocking
+	 * writers take the exclusive lock on the patched kernel too.
+	 */
+	if (t_note_nowait_use(fd) || t_stalled_writer_start(&c))
 		return 1;
 	clock_gettime(CLOCK_REALTIME_COARSE, &t0);
 	for (i = 0; i < CONTENDED_WRITES && !failed; i++) {

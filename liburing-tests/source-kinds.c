@@ -333,6 +333,9 @@ int main(void)
 		perror("fill");
 		return T_EXIT_FAIL;
 	}
+	/* pwritev() takes the series' path only in a file NOWAIT writes use. */
+	if (t_note_nowait_use(fd))
+		return T_EXIT_FAIL;
 
 	bad |= case_iovecs(area);
 	bad |= case_same_file();
