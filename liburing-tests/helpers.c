@@ -606,8 +606,13 @@ int t_note_nowait_use(int fd)
 {
 	char buf[4096];
 	struct iovec iov = { .iov_base = buf };
-	ssize_t n;
+	ssize_t n, ret;
+	int fl = fcntl(fd, F_GETFL);
 
+	if (fl < 0 || (fl & O_DIRECT) || (fl & O_ACCMODE) == O_RDONLY) {
+		fprintf(stderr, "note NOWAIT use: needs a buffered fd open for writing\n");
+		return -1;
+	}
 	n = pread(fd, buf, sizeof(buf), 0);
 	if (n <= 0) {
 		fprintf(stderr, "note NOWAIT use: read: %s\n",
@@ -615,7 +620,13 @@ int t_note_nowait_use(int fd)
 		return -1;
 	}
 	iov.iov_len = n;
-	(void)pwritev2(fd, &iov, 1, 0, RWF_NOWAIT);
+	ret = pwritev2(fd, &iov, 1, 0, RWF_NOWAIT);
+	/* EAGAIN: stale times or a busy lock; EOPNOTSUPP: 6.12's ext4. */
+	if (ret != n && !(ret < 0 && (errno == EAGAIN || errno == EOPNOTSUPP))) {
+		fprintf(stderr, "note NOWAIT use: pwritev2 returned %zd (%s)\n",
+			ret, ret < 0 ? strerror(errno) : "short");
+		return -1;
+	}
 	return 0;
 }
 

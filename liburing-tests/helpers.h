@@ -345,9 +345,9 @@ struct t_stalled_writer {
  * it changes c/mtime). The series keeps blocking writers of a file on the
  * exclusive path until its first IOCB_NOWAIT write; tests whose blocking
  * writers stand for the other writers of a file in io_uring use call this
- * before they start. What the write returns is not looked at (6.12's ext4
- * refuses it, and it may find the timestamps stale); returns 0, or -1 if
- * the page could not be read.
+ * before they start. The write may return -EAGAIN (stale timestamps, a
+ * busy lock) or, on 6.12's ext4, -EOPNOTSUPP; returns 0, or -1 after
+ * printing why for anything else, and for an O_DIRECT or read-only fd.
  */
 int t_note_nowait_use(int fd);
 

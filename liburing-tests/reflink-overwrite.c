@@ -43,6 +43,11 @@ static int new_file(const char *tag, const unsigned char *sh, char *path,
 		close(fd);
 		return -1;
 	}
+	/* Blocking writes too go to the overwrite path's checks. */
+	if (t_note_nowait_use(fd)) {
+		close(fd);
+		return -1;
+	}
 	return fd;
 }
 
