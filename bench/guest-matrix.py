@@ -253,7 +253,19 @@ def run_fio(cell, variant, dirpath, opts, secs, size):
     return out
 
 
+def remove_bench_files(dirpath):
+    """Unlink the benchmark's files (bench-file, bench-file.N with -P), so
+    that every cell starts from new inodes, as fio's twins do: an inode
+    kept from an earlier cell keeps its in-memory state (on patched, that
+    io_uring used it, which sends blocking writers to the overwrite path:
+    kernel/patches 0034)."""
+    for name in os.listdir(dirpath):
+        if name == "bench-file" or re.fullmatch(r"bench-file\.\d+", name):
+            os.unlink(os.path.join(dirpath, name))
+
+
 def run_bench(binpath, fs, dirpath, args, secs, seed):
+    remove_bench_files(dirpath)
     env = dict(os.environ, TEST_FS=fs, TEST_DIR=dirpath)
     cmd = [binpath, "-T", str(secs), "--seed", str(seed)] + shlex.split(args)
     t0 = time.monotonic()
