@@ -343,7 +343,7 @@ struct t_stalled_writer {
  * Make the file of @fd one that IOCB_NOWAIT writers use: one RWF_NOWAIT
  * pwritev2() that writes back the first page's own bytes (at most 4 KiB;
  * it changes c/mtime). The series keeps blocking writers of a file on the
- * exclusive path until its first IOCB_NOWAIT write; tests whose blocking
+ * exclusive path until its first IOCB_NOWAIT user; tests whose blocking
  * writers stand for the other writers of a file in io_uring use call this
  * before they start. The write may return -EAGAIN (stale timestamps, a
  * busy lock) or, on 6.12's ext4, -EOPNOTSUPP; returns 0, or -1 after
