@@ -15,7 +15,9 @@ from it when fio opens it (invalidate=1, fio's default). fio runs with
 overwrite=1 so that it uses the prefilled file: without it, a write-only
 fio job unlinks the file, creates a new one and preallocates it, and its
 layout leaves nothing cached, so every write starts on an uncached range
-(docs/results.md, 2026-12-04). Each run appends one JSON object to --out
+(docs/results.md, 2026-12-04). A cell with --prime has its fio file
+primed the same way (one RWF_NOWAIT rewrite of its first 4 KiB after the
+prefill). Each run appends one JSON object to --out
 (JSON Lines):
 
   {"round", "label", "cell", "fs", "tool": "bench" | "fio",
@@ -29,6 +31,7 @@ A run that fails records {"error": ...} and the round goes on; the exit
 status is 1 if any run failed.
 """
 import argparse
+import errno
 import json
 import os
 import random
@@ -190,9 +193,12 @@ def size_bytes(s):
     return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
 
 
-def prefill(path, size):
+def prefill(path, size, prime=False):
     """Write [0, size) in 1 MiB chunks, fsync, and read it back, as
-    uring-overwrite prefills its file."""
+    uring-overwrite prefills its file; with prime, rewrite its first 4 KiB
+    with their own contents by one RWF_NOWAIT write, as the tool's
+    --prime does (a refusal is the fallback of a real user, not an
+    error)."""
     chunk = bytes(range(256)) * 4096
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -207,11 +213,17 @@ def prefill(path, size):
             if not n:
                 raise OSError("short read back of " + path)
             off += n
+        if prime:
+            try:
+                os.pwritev(fd, [chunk[:4096]], 0, os.RWF_NOWAIT)
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EOPNOTSUPP):
+                    raise
     finally:
         os.close(fd)
 
 
-def run_fio(cell, variant, dirpath, opts, secs, size):
+def run_fio(cell, variant, dirpath, opts, secs, size, prime=False):
     fname = os.path.join(dirpath, "fio-file")
     inval = "0" if variant == "cached" else "1"
     # the options before --name are global: a second job (--readers)
@@ -223,7 +235,7 @@ def run_fio(cell, variant, dirpath, opts, secs, size):
            "--name=" + cell] + opts
     t0 = time.monotonic()
     try:
-        prefill(fname, size)
+        prefill(fname, size, prime)
     except OSError as e:
         return {"error": "fio prefill: {}".format(e)}
     t1 = time.monotonic()
@@ -346,10 +358,11 @@ def main():
                 if opts is None:
                     continue
                 size = size_bytes(bench_opts(args)[0]["s"])
+                prime = "--prime" in bench_opts(args)[1]
                 for variant in ("cached", "dropped"):
                     emit(cell, fs, "fio", variant,
                          run_fio(cell, variant, dirpath, opts, a.seconds,
-                                 size))
+                                 size, prime))
     return failed
 
 

@@ -56,6 +56,7 @@ struct opts {
 	int fixed_file;		/* -F: registered file */
 	int fixed_bufs;		/* -B: registered buffers */
 	int drop;		/* --drop: the prefilled file leaves the cache */
+	int prime;		/* --prime: one RWF_NOWAIT write before the run */
 	uint64_t seed;
 	int seed_set;
 };
@@ -262,6 +263,12 @@ static void usage(FILE *out, const char *prog)
 		"  --drop     drop the prefilled file from the page cache before the\n"
 		"             run (fio's default invalidate=1): early writes then find\n"
 		"             their blocks uncached\n"
+		"  --prime    before the run, rewrite the file's first -b bytes with\n"
+		"             their own contents by one pwritev2(RWF_NOWAIT), so that\n"
+		"             the kernel has seen the file used by I/O that must not\n"
+		"             block (the series keeps blocking writers of a file on\n"
+		"             6.12's path until then); -EAGAIN and -EOPNOTSUPP are\n"
+		"             accepted, the file is unchanged either way\n"
 		"  -h, --help this text\n"
 		"The JSON object is the only thing on stdout; a status line a second and\n"
 		"errors go to stderr. Punts need tracefs (-1 without it).\n",
@@ -355,6 +362,31 @@ static int prefill(int fd, const char *path, unsigned long long size)
 	return 0;
 }
 
+/*
+ * --prime: one RWF_NOWAIT rewrite of the first -b bytes with what they
+ * hold, the way a process that also uses io_uring or RWF_NOWAIT on the file
+ * would have touched it.  A refusal (-EAGAIN; -EOPNOTSUPP from a kernel
+ * without buffered NOWAIT writes) is that process's fallback, not an error.
+ */
+static int prime(int fd, const char *path)
+{
+	static char buf[1 << 20];
+	struct iovec iov = { .iov_base = buf, .iov_len = o.bs };
+	ssize_t ret;
+
+	if (pread(fd, buf, o.bs, 0) != (ssize_t)o.bs) {
+		fprintf(stderr, "prime pread %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	ret = pwritev2(fd, &iov, 1, 0, RWF_NOWAIT);
+	if (ret == (ssize_t)o.bs ||
+	    (ret < 0 && (errno == EAGAIN || errno == EOPNOTSUPP)))
+		return 0;
+	fprintf(stderr, "prime pwritev2 %s: %s\n", path,
+		ret < 0 ? strerror(errno) : "short write");
+	return -1;
+}
+
 static int open_file(struct bfile *f)
 {
 	int fd;
@@ -372,6 +404,10 @@ static int open_file(struct bfile *f)
 		    (errno = posix_fadvise(fd, 0, o.size, POSIX_FADV_DONTNEED))) {
 			fprintf(stderr, "posix_fadvise %s: %s\n", f->path,
 				strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (fd >= 0 && o.prime && prime(fd, f->path)) {
 			close(fd);
 			return -1;
 		}
@@ -1040,6 +1076,7 @@ int main(int argc, char *argv[])
 		{ "seed", required_argument, NULL, 'Z' },
 		{ "readers", required_argument, NULL, 'D' },
 		{ "drop", no_argument, NULL, 'X' },
+		{ "prime", no_argument, NULL, 'Y' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static char default_path[PATH_MAX];
@@ -1081,6 +1118,7 @@ int main(int argc, char *argv[])
 		case 't': o.threads = parse_num(optarg, "-t", 1, 1024); break;
 		case 'D': o.readers = parse_num(optarg, "--readers", 0, 1024); break;
 		case 'X': o.drop = 1; break;
+		case 'Y': o.prime = 1; break;
 		case 'n': o.writes = parse_num(optarg, "-n", 1, ULONG_MAX); break;
 		case 'T': o.runtime = parse_num(optarg, "-T", 0, 86400 * 365); break;
 		case 'q': o.qd = parse_num(optarg, "-q", 1, 4096); break;
@@ -1107,6 +1145,12 @@ int main(int argc, char *argv[])
 		       o.mode == M_URING_DIRECT)) {
 		fprintf(stderr, "--drop needs a buffered mode that overwrites "
 			"(no -A, -m memcpy or -m uring-direct)\n");
+		return 2;
+	}
+	if (o.prime && (o.pattern == P_APPEND || o.mode == M_MEMCPY ||
+			o.bs > (1 << 20))) {
+		fprintf(stderr, "--prime needs a mode that overwrites a file "
+			"(no -A or -m memcpy) and -b <= 1M\n");
 		return 2;
 	}
 	if (o.retry && !o.nowait) {
@@ -1330,10 +1374,11 @@ int main(int argc, char *argv[])
 		printf("%lu", o.writes);
 	printf(", \"read_pct\": %u, \"readers\": %u, \"pattern\": \"%s\", \"nowait\": %s, "
 	       "\"nowait_retry\": %s, \"fixed_file\": %s, \"fixed_bufs\": %s, "
-	       "\"drop\": %s, \"seed\": %" PRIu64 "}, ",
+	       "\"drop\": %s, \"prime\": %s, \"seed\": %" PRIu64 "}, ",
 	       o.read_pct, o.readers, pattern_names[o.pattern], o.nowait ? "true" : "false",
 	       o.retry ? "true" : "false", o.fixed_file ? "true" : "false",
-	       o.fixed_bufs ? "true" : "false", o.drop ? "true" : "false", o.seed);
+	       o.fixed_bufs ? "true" : "false", o.drop ? "true" : "false",
+	       o.prime ? "true" : "false", o.seed);
 	if (!ring_mode())
 		printf("\"io_uring\": null, ");
 	else
