@@ -39,6 +39,8 @@ BENCH_Q = {
     "rcmp50": (("read", "complete_lat_ns", "p50"), False),
     "rcmp99": (("read", "complete_lat_ns", "p99"), False),
     "cpu": (("cpu", "us_per_write"), False),
+    "rcpu": (("cpu", "reader_threads_us_per_read"), False),
+    "rshare": (("cpu", "reader_threads_share"), True),
     "batch": (("submit_calls", "mean_batch"), True),
 }
 FIO_Q = {
@@ -542,8 +544,8 @@ def main():
             w("| fs | read IOPS base | read IOPS patched | ratio | A/A band | "
               "verdict | punts/1000 reads base / patched | read p50 | "
               "read p99 base | read p99 patched | ratio | A/A band | "
-              "verdict |")
-            w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "verdict | reading threads' CPU us/read | their CPU share |")
+            w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             # ours, then fio's readers of the cached twin, same columns
             for fs in d.fss:
                 for label, tool, var, p50, p99 in (
@@ -558,11 +560,15 @@ def main():
                     def tp(q, f=None):
                         return d.pair(c, fs, tool, var, q, f)
                     w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} "
-                      "| {} | {} | {} |".format(
+                      "| {} | {} | {} | {} | {} |".format(
                           label, spread(b), spread(p), rx(r), rx(aa), v,
                           tp("punts_r", lambda x: num(x, "{:.1f}")),
                           tp(p50, lat), spread(lb, lat), spread(lp, lat),
-                          rx(lr), rx(laa), lv))
+                          rx(lr), rx(laa), lv,
+                          tp("rcpu", lambda x: num(x, "{:.2f}"))
+                          if tool == "bench" else "-",
+                          tp("rshare", lambda x: num(x, "{:.2f}"))
+                          if tool == "bench" else "-"))
         if any(("baseline", c, fs, "fio", "cached") in d.runs
                for fs in d.fss):
             w("")

@@ -198,6 +198,7 @@ struct worker {
 	struct hist call;		/* one sample per call */
 	_Atomic uint64_t w_done, r_done;	/* for the status line */
 	uint64_t t_end;
+	uint64_t cpu_ns;	/* this thread's CPU time in its loop */
 	int failed;
 };
 
@@ -838,6 +839,20 @@ static void psync_loop(struct worker *w, struct slot *s)
 	}
 }
 
+/*
+ * The calling thread's CPU time: with --readers, the reading threads' CPU
+ * per read is the cost of a read apart from how much CPU the scheduler
+ * gave them (io-wq workers are other threads and count in neither).
+ */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 static void *worker_fn(void *arg)
 {
 	struct worker *w = arg;
@@ -848,6 +863,7 @@ static void *worker_fn(void *arg)
 	char *bufs = NULL;
 	char who[32];
 	int ring_up = 0;
+	uint64_t cpu0;
 
 	/* uo-w<id> writes, uo-r<id> is a --readers thread: a scheduler
 	 * trace (sched_switch's comm) tells them apart. */
@@ -874,6 +890,7 @@ static void *worker_fn(void *arg)
 	}
 	pthread_barrier_wait(&barrier);		/* set up */
 	pthread_barrier_wait(&barrier);		/* go */
+	cpu0 = thread_cpu_ns();
 	if (!w->failed && !atomic_load(&abort_run)) {
 		if (!ring_mode())
 			psync_loop(w, slots);
@@ -881,6 +898,7 @@ static void *worker_fn(void *arg)
 			uring_loop(w, &ring, slots);
 	}
 	w->t_end = t_now_ns();
+	w->cpu_ns = thread_cpu_ns() - cpu0;
 	atomic_fetch_add(&nr_finished, 1);
 	pthread_barrier_wait(&barrier);		/* measured */
 	if (ring_up)
@@ -1056,7 +1074,13 @@ static void json_notes(void)
 		{ "cpu",
 		  "getrusage(RUSAGE_SELF) over the run (workers, io-wq and "
 		  "sqpoll threads; prefill and ring teardown excluded) minus "
-		  "the sampling main thread" },
+		  "the sampling main thread; writer_threads_s and "
+		  "reader_threads_s: CLOCK_THREAD_CPUTIME_ID of the writing "
+		  "and the --readers threads over their loops (io-wq workers "
+		  "in neither), reader_threads_share that over elapsed_s "
+		  "(the CPU the scheduler gave the readers), "
+		  "reader_threads_us_per_read over the readers' own reads "
+		  "(what a read costs them, whatever their share)" },
 		{ "voluntary_ctx_switches", "ru_nvcsw delta, same scope as cpu" },
 		{ "involuntary_ctx_switches",
 		  "ru_nivcsw delta (preemptions), same scope as cpu" },
@@ -1095,6 +1119,7 @@ int main(int argc, char *argv[])
 	uint64_t calls = 0, sqes = 0, max_batch = 0;
 	struct hist call_all;
 	double secs, cpu_user, cpu_sys, cpu;
+	uint64_t writer_cpu_ns = 0, reader_cpu_ns = 0, reader_reads = 0;
 	long nvcsw, nivcsw;
 	struct utsname uts;
 	const char *flavour;
@@ -1323,6 +1348,13 @@ int main(int argc, char *argv[])
 		struct opstats *dst[2] = { &w_all, &r_all };
 		int k;
 
+		if (i < o.threads) {
+			writer_cpu_ns += ws[i].cpu_ns;
+		} else {
+			reader_cpu_ns += ws[i].cpu_ns;
+			reader_reads += ws[i].r.ops;
+		}
+
 		for (k = 0; k < 2; k++) {
 			hist_merge(&dst[k]->sub, &src[k]->sub);
 			hist_merge(&dst[k]->comp, &src[k]->comp);
@@ -1432,6 +1464,20 @@ int main(int argc, char *argv[])
 		printf("%.3f", cpu * 1e6 / (w_all.ops + r_all.ops));
 	else
 		printf("null");
+	printf(", \"writer_threads_s\": %.6f", writer_cpu_ns / 1e9);
+	if (o.readers) {
+		printf(", \"reader_threads_s\": %.6f, \"reader_threads_share\": ",
+		       reader_cpu_ns / 1e9);
+		if (secs > 0)
+			printf("%.4f", reader_cpu_ns / 1e9 / secs);
+		else
+			printf("null");
+		printf(", \"reader_threads_us_per_read\": ");
+		if (reader_reads)
+			printf("%.3f", reader_cpu_ns / 1e3 / reader_reads);
+		else
+			printf("null");
+	}
 	printf("}, \"voluntary_ctx_switches\": %ld, "
 	       "\"voluntary_ctx_switches_per_write\": ", nvcsw);
 	if (w_all.ops)
