@@ -355,6 +355,13 @@ def main():
                       "alone".format(a.cpu))
         elif a.cpu:
             accel += "; guest CPU `{}`".format(a.cpu)
+    elif a.cpu:
+        accel += " in real time, guest CPU `{}`{}".format(
+            a.cpu, "" if "-erms" in a.cpu else
+            " (with ERMS: TCG runs the kernel's copy from user memory, a "
+            "`rep movsb`, a byte at a time, and its copies from kernel "
+            "memory, `rep movsq`, 8 bytes at a time, so a kernel that "
+            "copies from pinned pages looks faster for that alone)")
     w("- Accelerator: QEMU {}, each guest {} vCPU(s), 4 GiB, scratch file "
       "systems on brd ram disks{}".format(
           accel, vc,
