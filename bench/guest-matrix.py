@@ -357,8 +357,9 @@ def main():
                 opts, why = fio_twin(args)
                 if opts is None:
                     continue
-                size = size_bytes(bench_opts(args)[0]["s"])
-                prime = "--prime" in bench_opts(args)[1]
+                o, flags = bench_opts(args)
+                size = size_bytes(o["s"])
+                prime = "--prime" in flags
                 for variant in ("cached", "dropped"):
                     emit(cell, fs, "fio", variant,
                          run_fio(cell, variant, dirpath, opts, a.seconds,

@@ -355,7 +355,7 @@ def main():
                       "alone".format(a.cpu))
         elif a.cpu:
             accel += "; guest CPU `{}`".format(a.cpu)
-    elif a.cpu:
+    elif a.accel == "tcg" and a.cpu:
         accel += " in real time, guest CPU `{}`{}".format(
             a.cpu, "" if "-erms" in a.cpu else
             " (with ERMS: TCG runs the kernel's copy from user memory, a "
