@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: io_uring overwrites of whole pages whose blocks are
+ *		allocated but not in the page cache complete inline, without a
+ *		punt to io-wq, on XFS, even while a buffered reader of another
+ *		range holds the inode lock shared; and the data is right once
+ *		written back and read from the disk again.
+ *
+ * A fio run on a file that fio drops from the cache when it opens it (its
+ * default, invalidate=1) makes exactly such writes until the file is
+ * cached again. On 6.12 each of them needs XFS's IOLOCK_EXCL; the series
+ * writes them under IOLOCK_SHARED, creating the folios they cover whole
+ * (patch 0040), as it writes cached ones. A reader stalled in its copy to
+ * user memory (a userfaultfd page that the test supplies only at the end)
+ * holds IOLOCK_SHARED throughout, so on a kernel that takes IOLOCK_EXCL
+ * for these writes every one of them fails its trylock and punts, however
+ * the threads are scheduled (the reader is let go as soon as a batch was
+ * not inline: its punted writes wait for that lock in io-wq).
+ *
+ * The writes: one ring (SINGLE_ISSUER|DEFER_TASKRUN, so an inline write is
+ * one whose CQE is posted during io_uring_submit()), batches of 8, 4 KiB
+ * and 16 KiB writes in the first 4 MiB of an 8 MiB file, each to its own
+ * 16 KiB slot, page aligned, in random order, so that every write finds
+ * its pages uncached. The test checks that those pages are not cached
+ * before it starts (mincore() of a mapping of the file), and fails if
+ * they are. Every write must be inline and no punt may be traced.
+ *
+ * ext4 is not claimed: a folio without buffer heads takes its exclusive
+ * path (docs/design.md), so the test skips there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <linux/userfaultfd.h>
+
+#include "helpers.h"
+
+#define FILE_SIZE	(8 * 1024 * 1024)
+#define WRITE_AREA	(4 * 1024 * 1024)
+#define SLOT		(16 * 1024)
+#define SLOTS		(WRITE_AREA / SLOT)
+#define PG		4096
+#define QD		8
+#define READER_OFF	(7 * 1024 * 1024)
+
+static int fd;
+static unsigned char *uffd_area;
+
+/* The reader: one pread() into a page that faults until the test serves it. */
+static void *reader(void *arg)
+{
+	ssize_t *ret = arg;
+
+	*ret = pread(fd, uffd_area, PG, READER_OFF);
+	if (*ret < 0)
+		*ret = -errno;
+	return NULL;
+}
+
+/* How many pages of [@off, @off + @len) are in the page cache, or -1. */
+static long cached_pages(off_t off, size_t len)
+{
+	unsigned char vec[WRITE_AREA / PG];
+	long n = 0;
+	size_t i;
+	void *p;
+
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		return -1;
+	}
+	if (mincore(p, len, vec)) {
+		perror("mincore");
+		munmap(p, len);
+		return -1;
+	}
+	for (i = 0; i < len / PG; i++)
+		n += vec[i] & 1;
+	munmap(p, len);
+	return n;
+}
+
+/*
+ * Supply the reader's page (generation 1, what it must read), once: a
+ * write that was not inline may wait in io-wq for the lock the reader
+ * holds.
+ */
+static int release_reader(int uffd, const unsigned char *file)
+{
+	static unsigned char src[PG];
+	static int released;
+	struct uffdio_copy copy = {
+		.dst = (unsigned long)uffd_area,
+		.src = (unsigned long)src,
+		.len = PG,
+	};
+
+	if (released)
+		return 0;
+	released = 1;
+	memcpy(src, file + READER_OFF, PG);
+	if (ioctl(uffd, UFFDIO_COPY, &copy) && errno != EEXIST) {
+		perror("UFFDIO_COPY");
+		return -1;
+	}
+	return 0;
+}
+
+int main(void)
+{
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct io_uring_params p = {
+		.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+	};
+	unsigned int order[SLOTS], seed, i, j, done = 0, inline_writes = 0;
+	unsigned char *file, *wbuf, *img;
+	struct io_uring ring;
+	struct uffd_msg msg;
+	struct pollfd pfd;
+	struct statfs sfs;
+	pthread_t rthr;
+	ssize_t rret = 0;
+	int uffd, ret, failed = 0;
+	long punts, cached;
+	off_t off;
+
+	seed = t_seed("cold-overwrite");
+	fd = t_create_file("cold-overwrite", 0, NULL, 0);
+	if (fstatfs(fd, &sfs)) {
+		perror("fstatfs");
+		return T_EXIT_FAIL;
+	}
+	if (sfs.f_type != XFS_SUPER_MAGIC) {
+		printf("skip: %s: writes to pages that are not cached take ext4's exclusive path (not claimed)\n",
+		       t_test_fs());
+		return T_EXIT_SKIP;
+	}
+
+	/* Generation 1 everywhere, on the disk, then out of the cache. */
+	file = malloc(FILE_SIZE);
+	wbuf = aligned_alloc(PG, QD * SLOT);
+	if (!file || !wbuf) {
+		fprintf(stderr, "out of memory\n");
+		return T_EXIT_FAIL;
+	}
+	t_fill_pattern(file, FILE_SIZE, 0, 1);
+	if (pwrite(fd, file, FILE_SIZE, 0) != FILE_SIZE || fsync(fd) ||
+	    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)) {
+		perror("prefill");
+		return T_EXIT_FAIL;
+	}
+	cached = cached_pages(0, WRITE_AREA);
+	if (cached < 0)
+		return T_EXIT_FAIL;
+	if (cached) {
+		fprintf(stderr, "%ld pages of the write area still cached after POSIX_FADV_DONTNEED: the test would not write uncached pages\n",
+			cached);
+		return T_EXIT_FAIL;
+	}
+
+	/* The reader stalls in its copy, holding XFS's IOLOCK_SHARED. */
+	uffd = t_uffd_open();
+	if (uffd < 0) {
+		fprintf(stderr, "userfaultfd: %s\n", strerror(-uffd));
+		return T_EXIT_FAIL;
+	}
+	uffd_area = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	reg.range.start = (unsigned long)uffd_area;
+	reg.range.len = PG;
+	if (uffd_area == MAP_FAILED || ioctl(uffd, UFFDIO_REGISTER, &reg) ||
+	    pthread_create(&rthr, NULL, reader, &rret)) {
+		perror("reader setup");
+		return T_EXIT_FAIL;
+	}
+	pfd.fd = uffd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 10000) != 1 ||
+	    read(uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+	    msg.event != UFFD_EVENT_PAGEFAULT) {
+		fprintf(stderr, "the reader did not fault in its copy within 10 s\n");
+		return T_EXIT_FAIL;
+	}
+	printf("reader stalled in its copy of [%d, +%d)\n", READER_OFF, PG);
+
+	ret = io_uring_queue_init_params(QD, &ring, &p);
+	if (ret) {
+		fprintf(stderr, "io_uring_queue_init_params: %s\n",
+			strerror(-ret));
+		return T_EXIT_FAIL;
+	}
+	for (i = 0; i < SLOTS; i++)
+		order[i] = i;
+	for (i = SLOTS - 1; i > 0; i--) {
+		unsigned int k = rand_r(&seed) % (i + 1), t = order[i];
+
+		order[i] = order[k];
+		order[k] = t;
+	}
+	if (t_punts_start())
+		return T_EXIT_FAIL;
+	for (i = 0; i < SLOTS; i += QD) {
+		unsigned int ready;
+
+		for (j = 0; j < QD; j++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			unsigned int slot = order[i + j];
+			size_t len = SLOT;
+
+			off = (off_t)slot * SLOT;
+			/* Half the slots: one page of the four, not the first. */
+			if (rand_r(&seed) & 1) {
+				off += (off_t)(1 + rand_r(&seed) % 3) * PG;
+				len = PG;
+			}
+			t_fill_pattern(wbuf + j * SLOT, len, off, 2);
+			t_fill_pattern(file + off, len, off, 2);
+			io_uring_prep_write(sqe, fd, wbuf + j * SLOT, len, off);
+			sqe->user_data = len;
+		}
+		ret = io_uring_submit(&ring);
+		if (ret != QD) {
+			fprintf(stderr, "io_uring_submit: %d\n", ret);
+			return T_EXIT_FAIL;
+		}
+		/* Inline writes posted their CQEs during the submission. */
+		ready = io_uring_cq_ready(&ring);
+		inline_writes += ready;
+		if (ready < QD && release_reader(uffd, file))
+			return T_EXIT_FAIL;
+		for (j = 0; j < QD; j++) {
+			struct io_uring_cqe *cqe;
+
+			ret = io_uring_wait_cqe(&ring, &cqe);
+			if (ret) {
+				fprintf(stderr, "io_uring_wait_cqe: %s\n",
+					strerror(-ret));
+				return T_EXIT_FAIL;
+			}
+			if (cqe->res != (int)cqe->user_data) {
+				fprintf(stderr, "write of %llu bytes: %d\n",
+					(unsigned long long)cqe->user_data,
+					cqe->res);
+				failed = 1;
+			}
+			io_uring_cqe_seen(&ring, cqe);
+			done++;
+		}
+	}
+	punts = t_punts_read();
+	t_punts_stop();
+	io_uring_queue_exit(&ring);
+
+	if (release_reader(uffd, file))
+		return T_EXIT_FAIL;
+	pthread_join(rthr, NULL);
+	if (rret != PG || t_check_pattern(uffd_area, PG, READER_OFF, 1) >= 0) {
+		fprintf(stderr, "the reader's pread(): %zd, or wrong bytes\n",
+			rret);
+		failed = 1;
+	}
+
+	printf("%u writes of uncached pages, %u inline, %ld punted\n", done,
+	       inline_writes, punts);
+	if (punts < 0)
+		return T_EXIT_FAIL;
+	if (punts || inline_writes != done) {
+		fprintf(stderr, "writes to uncached pages punted: %ld punts, %u of %u writes not inline\n",
+			punts, done - inline_writes, done);
+		failed = 1;
+	}
+
+	/* What the writes left, from the cache and from the disk. */
+	img = malloc(FILE_SIZE);
+
+	for (j = 0; j < 2; j++) {
+		if (j && (fsync(fd) ||
+			  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))) {
+			perror("fsync");
+			return T_EXIT_FAIL;
+		}
+		if (!img || pread(fd, img, FILE_SIZE, 0) != FILE_SIZE) {
+			perror("read back");
+			return T_EXIT_FAIL;
+		}
+		for (off = 0; off < FILE_SIZE && img[off] == file[off]; off++)
+			;
+		if (off < FILE_SIZE) {
+			fprintf(stderr, "%s: byte %lld differs from what was written\n",
+				j ? "after fsync and dropping the cache" :
+				    "from the cache",
+				(long long)off);
+			failed = 1;
+		}
+	}
+	free(img);
+	close(fd);
+	return failed ? T_EXIT_FAIL : T_EXIT_PASS;
+}
