@@ -22,15 +22,16 @@
 # (sqes-per-enter only for ours; -1 where unknown).
 # usage: fio-batch.sh BENCH-BINARY SECONDS
 set -u
+# shellcheck source=bench/guest-fio.sh
+. "$(dirname "$0")/guest-fio.sh"
 bin=$1 secs=$2
 T=/sys/kernel/tracing/events/io_uring/io_uring_queue_async_work
 command -v fio >/dev/null || { echo "fio-batch: fio is not installed" >&2; exit 1; }
 [ -x "$bin" ] || { echo "fio-batch: no benchmark at $bin" >&2; exit 1; }
 
 punts_start() { echo '!hist:keys=opcode' >$T/trigger 2>/dev/null; echo 'hist:keys=opcode' >$T/trigger; }
-# write opcodes: 2 WRITEV, 5 WRITE_FIXED, 23 WRITE
 punts_read() {
-	awk '/opcode:/ { gsub(/[{}:]/, " "); if ($2 == 2 || $2 == 5 || $2 == 23) n += $4 } END { print n + 0 }' $T/hist
+	write_punts $T/hist
 	echo '!hist:keys=opcode' >$T/trigger
 }
 fio_job() {
@@ -43,11 +44,6 @@ fio_job() {
 		python3 -c 'import json, sys; print(round(json.load(sys.stdin)["jobs"][0]["write"]["iops"]))' ||
 		echo -1
 	rm -f "$dir/fio-file"
-}
-# As uring-overwrite's prefill: write, fsync, read back.
-prefill() {
-	dd if=/dev/zero of="$1/fio-file" bs=1M count=32 conv=fsync status=none &&
-		cat "$1/fio-file" >/dev/null
 }
 rc=0
 for m in $TEST_MNTS; do

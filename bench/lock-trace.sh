@@ -18,6 +18,8 @@
 # and, for the dropped file, the two most frequent contended call chains.
 # usage: lock-trace.sh SECONDS [fio options that replace the cell's]
 set -u
+# shellcheck source=bench/guest-fio.sh
+. "$(dirname "$0")/guest-fio.sh"
 secs=$1
 shift
 T=/sys/kernel/tracing
@@ -49,8 +51,7 @@ for m in $TEST_MNTS; do
 		[ $file = dropped ] && inv=1
 		echo "lock-trace: $fs, $file file: fio ${cell[*]}" >&2
 		rm -f "$dir/fio-file"
-		dd if=/dev/zero of="$dir/fio-file" bs=1M count=32 conv=fsync status=none &&
-			cat "$dir/fio-file" >/dev/null || rc=1
+		prefill "$dir" || rc=1
 		triggers '!'
 		triggers ''
 		json=$(fio --output-format=json --name=lock --directory="$dir" \
@@ -60,8 +61,7 @@ for m in $TEST_MNTS; do
 		w=$(echo "$json" | python3 -c 'import json, sys
 w = json.load(sys.stdin)["jobs"][0]["write"]
 print(round(w["iops"]), w["total_ios"])') || { w="-1 -1"; rc=1; }
-		# write opcodes: 2 WRITEV, 5 WRITE_FIXED, 23 WRITE
-		punts=$(awk '/opcode:/ { gsub(/[{}:]/, " "); if ($2 == 2 || $2 == 5 || $2 == 23) n += $4 } END { print n + 0 }' "$Q/hist")
+		punts=$(write_punts "$Q/hist")
 		# rwsem read (flags 2) and write (4) slow paths, io-wq's and the rest
 		locks=$(awk '/^\{ flags:/ { f = $3 + 0; cls = "s"; next }
 				/io_wq_submit_work/ { cls = "w" }

@@ -76,30 +76,6 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-/* How many pages of [@off, @off + @len) are in the page cache, or -1. */
-static long cached_pages(off_t off, size_t len)
-{
-	unsigned char vec[WRITE_AREA / PG];
-	long n = 0;
-	size_t i;
-	void *p;
-
-	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
-	if (p == MAP_FAILED) {
-		perror("mmap");
-		return -1;
-	}
-	if (mincore(p, len, vec)) {
-		perror("mincore");
-		munmap(p, len);
-		return -1;
-	}
-	for (i = 0; i < len / PG; i++)
-		n += vec[i] & 1;
-	munmap(p, len);
-	return n;
-}
-
 /*
  * The paths that fail after creating folios, on [4 MiB, 7 MiB), which the
  * first part leaves uncached: 16 KiB slots with an 8 KiB hole punched in
@@ -278,9 +254,11 @@ int main(void)
 		perror("prefill");
 		return T_EXIT_FAIL;
 	}
-	cached = cached_pages(0, WRITE_AREA);
-	if (cached < 0)
+	cached = t_cached_pages(fd, 0, WRITE_AREA);
+	if (cached < 0) {
+		perror("mincore of the write area");
 		return T_EXIT_FAIL;
+	}
 	if (cached) {
 		fprintf(stderr, "%ld pages of the write area still cached after POSIX_FADV_DONTNEED: the test would not write uncached pages\n",
 			cached);

@@ -80,16 +80,7 @@ static void done_file(const char *path, struct t_shadow *sh, int fd)
 /* Is the page holding @off in the page cache? 1, 0, or -1 (unknown). */
 static int page_cached(int fd, off_t off)
 {
-	unsigned char vec;
-	void *p;
-	int ret;
-
-	p = mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, off & ~(off_t)(PG - 1));
-	if (p == MAP_FAILED)
-		return -1;
-	ret = mincore(p, PG, &vec);
-	munmap(p, PG);
-	return ret ? -1 : (vec & 1);
+	return t_cached_pages(fd, off & ~(off_t)(PG - 1), PG);
 }
 
 static int drop_caches(void)

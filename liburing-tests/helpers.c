@@ -972,6 +972,25 @@ void *t_uffd_serve(void *arg)
 	return NULL;
 }
 
+long t_cached_pages(int fd, off_t off, size_t len)
+{
+	const long pg = sysconf(_SC_PAGESIZE);
+	size_t i, nr = (len + pg - 1) / pg;
+	unsigned char *vec;
+	long n = -1;
+	void *p;
+
+	vec = malloc(nr ? nr : 1);
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
+	if (vec && p != MAP_FAILED && !mincore(p, len, vec))
+		for (n = 0, i = 0; i < nr; i++)
+			n += vec[i] & 1;
+	if (p != MAP_FAILED)
+		munmap(p, len);
+	free(vec);
+	return n;
+}
+
 int t_uffd_open(void)
 {
 	struct uffdio_api api = { .api = UFFD_API };

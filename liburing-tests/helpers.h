@@ -283,6 +283,13 @@ int t_check_written(enum t_wmode m, int fd, struct t_shadow *sh,
 		    off_t off, int rw_flags, ssize_t ret,
 		    struct t_tally *tally);
 
+/*
+ * How many pages of [@off, @off + @len) of @fd's file are in the page
+ * cache (mincore() of a shared mapping, which faults nothing in), or -1.
+ * @off must be page aligned.
+ */
+long t_cached_pages(int fd, off_t off, size_t len);
+
 /* Unlink a file made by t_create_file() now, unless $TEST_KEEP_FILES. */
 void t_remove_file(const char *path);
 
