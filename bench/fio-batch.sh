@@ -18,8 +18,13 @@
 #               iodepth_batch_complete_min=1: batches like ours
 #   fio-lean    as fio, with gtod_reduce=1: no latency clocks, so that
 #               fio's own per-write cost in userspace weighs less
+#   fio-both    as fio-batch, with gtod_reduce=1 too
 # One line per run: BATCH <fs> <way> <iops> <write-punts> <sqes-per-enter>
-# (sqes-per-enter only for ours; -1 where unknown).
+# <user-us> <system-us> <idle-us> (sqes-per-enter only for ours, -1 where
+# unknown; the last three are the whole guest's CPU time from /proc/stat
+# over the run, all vCPUs, per write: user and nice; system, irq and
+# softirq, io-wq workers included; idle and iowait; for ours the tool's
+# own account, see below).
 # usage: fio-batch.sh BENCH-BINARY SECONDS
 set -u
 # shellcheck source=bench/guest-fio.sh
@@ -29,6 +34,19 @@ T=/sys/kernel/tracing/events/io_uring/io_uring_queue_async_work
 command -v fio >/dev/null || { echo "fio-batch: fio is not installed" >&2; exit 1; }
 [ -x "$bin" ] || { echo "fio-batch: no benchmark at $bin" >&2; exit 1; }
 
+# the guest's CPU time so far, in clock ticks: user system idle
+cpu_ticks() { awk '/^cpu / { print $2 + $3, $4 + $7 + $8, $5 + $6 }' /proc/stat; }
+cpu_start() { read -r u0 s0 i0 < <(cpu_ticks); }
+# microseconds per write since cpu_start, for IOPS over the run's seconds
+cpu_per_write() {
+	local u1 s1 i1
+	read -r u1 s1 i1 < <(cpu_ticks)
+	awk -v iops="$1" -v secs="$secs" -v hz="$(getconf CLK_TCK)" \
+		-v u=$((u1 - u0)) -v s=$((s1 - s0)) -v i=$((i1 - i0)) 'BEGIN {
+		n = iops * secs
+		if (n <= 0) { print "-1 -1 -1"; exit }
+		printf "%.2f %.2f %.2f\n", u * 1e6 / hz / n, s * 1e6 / hz / n, i * 1e6 / hz / n }'
+}
 punts_start() { echo '!hist:keys=opcode' >$T/trigger 2>/dev/null; echo 'hist:keys=opcode' >$T/trigger; }
 punts_read() {
 	write_punts $T/hist
@@ -45,31 +63,41 @@ fio_job() {
 		echo -1
 	rm -f "$dir/fio-file"
 }
+# fio_way DIR WAY [fio options]: one fio run, one BATCH line
+fio_way() {
+	local dir=$1 way=$2 iops
+	shift 2
+	punts_start
+	cpu_start
+	iops=$(fio_job "$dir" "$@")
+	echo "BATCH $fs $way $iops $(punts_read) -1 $(cpu_per_write "$iops")"
+}
 rc=0
 for m in $TEST_MNTS; do
 	fs=${m%%:*} dir=${m#*:}
 	echo "fio-batch: $fs" >&2
+	# ours: its own CPU account (RUSAGE_SELF over the measured run: the
+	# writers and io-wq; the prefill left out), no idle figure
 	json=$(TEST_FS=$fs TEST_DIR=$dir "$bin" -T "$secs" -b 4096 -t 4 -q 32 -s 32M 2>/dev/null) || rc=1
 	echo "$json" | python3 -c '
 import json, sys
 j = json.load(sys.stdin)
-print("BATCH %s ours %d %d %.2f" % (sys.argv[1], j["total"]["iops"], j["punts_write"],
-      j["submit_calls"]["mean_batch"]))' "$fs" || rc=1
+n = j["total"]["ops"]
+c = j["cpu"]
+print("BATCH %s ours %d %d %.2f %.2f %.2f -1" % (sys.argv[1], j["total"]["iops"],
+      j["punts_write"], j["submit_calls"]["mean_batch"],
+      c["user_s"] * 1e6 / n, c["sys_s"] * 1e6 / n))' "$fs" || rc=1
 	rm -f "$dir/fio-file"
-	punts_start
-	iops=$(fio_job "$dir")
-	echo "BATCH $fs fio-fresh $iops $(punts_read) -1"
-	prefill "$dir" || rc=1
-	punts_start
-	iops=$(fio_job "$dir" --overwrite=1)
-	echo "BATCH $fs fio $iops $(punts_read) -1"
-	prefill "$dir" || rc=1
-	punts_start
-	iops=$(fio_job "$dir" --overwrite=1 --iodepth_batch_submit=32 --iodepth_batch_complete_min=1)
-	echo "BATCH $fs fio-batch $iops $(punts_read) -1"
-	prefill "$dir" || rc=1
-	punts_start
-	iops=$(fio_job "$dir" --overwrite=1 --gtod_reduce=1)
-	echo "BATCH $fs fio-lean $iops $(punts_read) -1"
+	fio_way "$dir" fio-fresh
+	for way in fio fio-batch fio-lean fio-both; do
+		prefill "$dir" || rc=1
+		case $way in
+		fio) set -- ;;
+		fio-batch) set -- --iodepth_batch_submit=32 --iodepth_batch_complete_min=1 ;;
+		fio-lean) set -- --gtod_reduce=1 ;;
+		fio-both) set -- --iodepth_batch_submit=32 --iodepth_batch_complete_min=1 --gtod_reduce=1 ;;
+		esac
+		fio_way "$dir" $way --overwrite=1 "$@"
+	done
 done
 exit $rc
