@@ -20,11 +20,10 @@
 #               fio's own per-write cost in userspace weighs less
 #   fio-both    as fio-batch, with gtod_reduce=1 too
 # One line per run: BATCH <fs> <way> <iops> <write-punts> <sqes-per-enter>
-# <user-us> <system-us> <idle-us> (sqes-per-enter only for ours, -1 where
-# unknown; the last three are the whole guest's CPU time from /proc/stat
-# over the run, all vCPUs, per write: user and nice; system, irq and
-# softirq, io-wq workers included; idle and iowait; for ours the tool's
-# own account, see below).
+# <user-us> <system-us> (sqes-per-enter only for ours, -1 where unknown;
+# CPU per write: for ours getrusage(RUSAGE_SELF) over its measured run,
+# the writers and io-wq; for fio its own account, usr_cpu and sys_cpu of
+# the job threads over their run time, which leaves io-wq workers out).
 # usage: fio-batch.sh BENCH-BINARY SECONDS
 set -u
 # shellcheck source=bench/guest-fio.sh
@@ -34,19 +33,6 @@ T=/sys/kernel/tracing/events/io_uring/io_uring_queue_async_work
 command -v fio >/dev/null || { echo "fio-batch: fio is not installed" >&2; exit 1; }
 [ -x "$bin" ] || { echo "fio-batch: no benchmark at $bin" >&2; exit 1; }
 
-# the guest's CPU time so far, in clock ticks: user system idle
-cpu_ticks() { awk '/^cpu / { print $2 + $3, $4 + $7 + $8, $5 + $6 }' /proc/stat; }
-cpu_start() { read -r u0 s0 i0 < <(cpu_ticks); }
-# microseconds per write since cpu_start, for IOPS over the run's seconds
-cpu_per_write() {
-	local u1 s1 i1
-	read -r u1 s1 i1 < <(cpu_ticks)
-	awk -v iops="$1" -v secs="$secs" -v hz="$(getconf CLK_TCK)" \
-		-v u=$((u1 - u0)) -v s=$((s1 - s0)) -v i=$((i1 - i0)) 'BEGIN {
-		n = iops * secs
-		if (n <= 0) { print "-1 -1 -1"; exit }
-		printf "%.2f %.2f %.2f\n", u * 1e6 / hz / n, s * 1e6 / hz / n, i * 1e6 / hz / n }'
-}
 punts_start() { echo '!hist:keys=opcode' >$T/trigger 2>/dev/null; echo 'hist:keys=opcode' >$T/trigger; }
 punts_read() {
 	write_punts $T/hist
@@ -59,32 +45,34 @@ fio_job() {
 		--size=32M --runtime="$secs" --time_based --group_reporting \
 		--randrepeat=0 --invalidate=0 --rw=randwrite --bs=4k --numjobs=4 \
 		--iodepth=32 --ioengine=io_uring --direct=0 "$@" 2>/dev/null |
-		python3 -c 'import json, sys; print(round(json.load(sys.stdin)["jobs"][0]["write"]["iops"]))' ||
-		echo -1
+		python3 -c '
+import json, sys
+j = json.load(sys.stdin)["jobs"][0]
+w, rt = j["write"], j["job_runtime"]
+print("%d %.2f %.2f" % (round(w["iops"]), j["usr_cpu"] / 100 * rt * 1000 / w["total_ios"],
+      j["sys_cpu"] / 100 * rt * 1000 / w["total_ios"]))' ||
+		echo -1 -1 -1
 	rm -f "$dir/fio-file"
 }
 # fio_way DIR WAY [fio options]: one fio run, one BATCH line
 fio_way() {
-	local dir=$1 way=$2 iops
+	local dir=$1 way=$2 iops usr sys
 	shift 2
 	punts_start
-	cpu_start
-	iops=$(fio_job "$dir" "$@")
-	echo "BATCH $fs $way $iops $(punts_read) -1 $(cpu_per_write "$iops")"
+	read -r iops usr sys < <(fio_job "$dir" "$@")
+	echo "BATCH $fs $way $iops $(punts_read) -1 $usr $sys"
 }
 rc=0
 for m in $TEST_MNTS; do
 	fs=${m%%:*} dir=${m#*:}
 	echo "fio-batch: $fs" >&2
-	# ours: its own CPU account (RUSAGE_SELF over the measured run: the
-	# writers and io-wq; the prefill left out), no idle figure
 	json=$(TEST_FS=$fs TEST_DIR=$dir "$bin" -T "$secs" -b 4096 -t 4 -q 32 -s 32M 2>/dev/null) || rc=1
 	echo "$json" | python3 -c '
 import json, sys
 j = json.load(sys.stdin)
 n = j["total"]["ops"]
 c = j["cpu"]
-print("BATCH %s ours %d %d %.2f %.2f %.2f -1" % (sys.argv[1], j["total"]["iops"],
+print("BATCH %s ours %d %d %.2f %.2f %.2f" % (sys.argv[1], j["total"]["iops"],
       j["punts_write"], j["submit_calls"]["mean_batch"],
       c["user_s"] * 1e6 / n, c["sys_s"] * 1e6 / n))' "$fs" || rc=1
 	rm -f "$dir/fio-file"
