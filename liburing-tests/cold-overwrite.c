@@ -2,9 +2,10 @@
 /*
  * Description: io_uring overwrites of whole pages whose blocks are
  *		allocated but not in the page cache complete inline, without a
- *		punt to io-wq, on XFS, even while a buffered reader of another
- *		range holds the inode lock shared; and the data is right once
- *		written back and read from the disk again.
+ *		punt to io-wq, on XFS and ext4, on XFS even while a buffered
+ *		reader of another range holds the inode lock shared; so do
+ *		overwrites of pages read back from the disk; and the data is
+ *		right once written back and read from the disk again.
  *
  * A fio run on a file that fio drops from the cache when it opens it (its
  * default, invalidate=1) makes exactly such writes until the file is
@@ -32,9 +33,16 @@
  * what was written, from the cache and, after fsync and dropping it, from
  * the disk: written bytes, holes as zeros, the rest as prefilled.
  *
- * ext4 is not claimed: a folio without buffer heads takes its exclusive
- * path (docs/design.md), so the test skips there. So does a page or block
- * size other than 4 KiB, or a kernel without userfaultfd.
+ * On ext4 the same writes need buffer heads on folios that ext4's write
+ * path did not create: on 6.12 every io_uring buffered write punts, and
+ * a series without patches 0042-0043 takes ext4's exclusive path for a
+ * folio without buffers (so punts it). A folio read from the disk has
+ * none either (ext4_mpage_readpages() attaches none), which readback()
+ * checks on both file systems; stale() checks that writes refused over
+ * unwritten blocks leave nothing that reads the disk's old bytes. (ext4's
+ * buffered reads take no lock, so the stalled reader holds nothing
+ * there.) The test skips with a page or block size other than 4 KiB, or
+ * without userfaultfd.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -180,6 +188,167 @@ static int holes(unsigned char *file)
 }
 
 /*
+ * Overwrites of pages read back from the disk: [0, WRITE_AREA) is written
+ * back, dropped and read again (a read caches folios without buffer
+ * heads on ext4), then 64 io_uring writes, each within one page, some
+ * unaligned and smaller than a block, must all complete inline with no
+ * punt. @file is the expected content, updated here.
+ */
+static int readback(unsigned char *file, unsigned int *seed)
+{
+	struct io_uring_params p = {
+		.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+	};
+	static unsigned char buf[PG];
+	unsigned int i, inline_writes = 0;
+	struct io_uring ring;
+	int ret, failed = 0;
+	long punts, cached;
+	unsigned char *area = malloc(WRITE_AREA);
+
+	if (!area || fsync(fd) ||
+	    posix_fadvise(fd, 0, WRITE_AREA, POSIX_FADV_DONTNEED) ||
+	    pread(fd, area, WRITE_AREA, 0) != WRITE_AREA) {
+		perror("readback: write back, drop, read");
+		return 1;
+	}
+	free(area);
+	cached = t_cached_pages(fd, 0, WRITE_AREA);
+	if (cached != WRITE_AREA / PG) {
+		fprintf(stderr, "readback: %ld of %d pages cached after reading them\n",
+			cached, WRITE_AREA / PG);
+		return 1;
+	}
+	ret = io_uring_queue_init_params(4, &ring, &p);
+	if (ret) {
+		fprintf(stderr, "readback: io_uring_queue_init_params: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	if (t_punts_start())
+		return 1;
+	for (i = 0; i < 64; i++) {
+		off_t off = (off_t)(rand_r(seed) % (WRITE_AREA / PG)) * PG;
+		size_t len = PG;
+		struct io_uring_cqe *cqe;
+
+		/* Every other write: unaligned, within the page. */
+		if (i & 1) {
+			off += 1 + rand_r(seed) % 2000;
+			len = 1 + rand_r(seed) % 2000;
+		}
+		t_fill_pattern(buf, len, off, 4);
+		io_uring_prep_write(io_uring_get_sqe(&ring), fd, buf, len, off);
+		if (io_uring_submit(&ring) != 1) {
+			fprintf(stderr, "readback: io_uring_submit failed\n");
+			return 1;
+		}
+		if (io_uring_cq_ready(&ring))
+			inline_writes++;
+		ret = io_uring_wait_cqe(&ring, &cqe);
+		if (ret) {
+			fprintf(stderr, "readback: io_uring_wait_cqe: %s\n",
+				strerror(-ret));
+			return 1;
+		}
+		if (cqe->res != (int)len) {
+			fprintf(stderr, "readback: write of %zu at %lld: %d\n",
+				len, (long long)off, cqe->res);
+			failed = 1;
+		} else {
+			memcpy(file + off, buf, len);
+		}
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	punts = t_punts_read();
+	t_punts_stop();
+	io_uring_queue_exit(&ring);
+	printf("readback: 64 writes of pages read from the disk, %u inline, %ld punted\n",
+	       inline_writes, punts);
+	if (punts || inline_writes != 64) {
+		fprintf(stderr, "writes to pages read from the disk punted: %ld punts, %u of 64 writes not inline\n",
+			punts, 64 - inline_writes);
+		failed = 1;
+	}
+	return failed;
+}
+
+/*
+ * Refused writes must leave no way to read what unwritten blocks hold on
+ * the disk. A file of STALE bytes is written and synced, then
+ * FALLOC_FL_ZERO_RANGE turns its blocks unwritten (ext4 keeps the old
+ * data on the disk and only marks the extents; XFS gives it unwritten
+ * blocks) and drops its cache. RWF_NOWAIT writes of whole pages from a
+ * source that was never touched (no page present, so the overwrite path
+ * refuses after creating and checking its folios: -EAGAIN) must leave the
+ * file reading as zeros, before and after a blocking write of a few
+ * bytes into one of those pages. On ext4 a folio that kept the buffer
+ * heads of such a refused write (mapped, unwritten, not uptodate) would
+ * be read from the disk: the old bytes.
+ */
+#define STALE		(256 * 1024)
+static int stale(void)
+{
+	static unsigned char buf[STALE];
+	unsigned char *src;
+	struct iovec iov;
+	int sfd, failed = 0, refused = 0;
+	ssize_t r;
+	off_t off;
+
+	sfd = t_create_file("cold-overwrite-stale", 0, NULL, 0);
+	t_fill_pattern(buf, STALE, 0, 7);
+	if (pwrite(sfd, buf, STALE, 0) != STALE || fsync(sfd) ||
+	    fallocate(sfd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 0,
+		      STALE) ||
+	    posix_fadvise(sfd, 0, 0, POSIX_FADV_DONTNEED)) {
+		perror("stale: set up");
+		return 1;
+	}
+	src = mmap(NULL, SLOT * 4, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (src == MAP_FAILED) {
+		perror("stale: mmap");
+		return 1;
+	}
+	for (off = 0; off < STALE; off += SLOT * 4) {
+		iov.iov_base = src;
+		iov.iov_len = SLOT * 4;
+		r = pwritev2(sfd, &iov, 1, off, RWF_NOWAIT);
+		if (r < 0 && (errno == EAGAIN || errno == EOPNOTSUPP))
+			refused++;
+		else if (r != SLOT * 4) {
+			fprintf(stderr, "stale: RWF_NOWAIT write at %lld: %zd (%s)\n",
+				(long long)off, r, r < 0 ? strerror(errno) : "short");
+			failed = 1;
+		}
+	}
+	/* A few bytes into a page that a refused write may have created. */
+	memset(buf, 0x5a, 100);
+	if (pwrite(sfd, buf, 100, 5000) != 100) {
+		perror("stale: pwrite");
+		failed = 1;
+	}
+	if (pread(sfd, buf, STALE, 0) != STALE) {
+		perror("stale: pread");
+		return 1;
+	}
+	for (off = 0; off < STALE; off++)
+		if (buf[off] != (off >= 5000 && off < 5100 ? 0x5a : 0))
+			break;
+	if (off < STALE) {
+		fprintf(stderr, "stale data exposed: byte %lld reads 0x%02x after refused RWF_NOWAIT writes over unwritten blocks\n",
+			(long long)off, buf[off]);
+		failed = 1;
+	}
+	printf("stale: %d of %d RWF_NOWAIT writes from an untouched source refused, file reads %s\n",
+	       refused, STALE / (SLOT * 4), off < STALE ? "OLD DATA" : "zeros");
+	munmap(src, SLOT * 4);
+	close(sfd);
+	return failed;
+}
+
+/*
  * Supply the reader's page (generation 1, what it must read), once: a
  * write that was not inline may wait in io-wq for the lock the reader
  * holds.
@@ -228,11 +397,6 @@ int main(void)
 	if (fstatfs(fd, &sfs)) {
 		perror("fstatfs");
 		return T_EXIT_FAIL;
-	}
-	if (sfs.f_type != XFS_SUPER_MAGIC) {
-		printf("skip: %s: writes to pages that are not cached take ext4's exclusive path (not claimed)\n",
-		       t_test_fs());
-		return T_EXIT_SKIP;
 	}
 	/* Its 4 KiB writes must cover whole pages and whole blocks. */
 	if (sysconf(_SC_PAGESIZE) != PG || sfs.f_bsize > PG) {
@@ -377,6 +541,10 @@ int main(void)
 		failed = 1;
 	}
 
+	if (readback(file, &seed))
+		failed = 1;
+	if (stale())
+		failed = 1;
 	if (holes(file))
 		failed = 1;
 
