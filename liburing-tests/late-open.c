@@ -4,11 +4,12 @@
  *		read, after its inode was evicted. On XFS the state that
  *		buffered overwrites under IOLOCK_SHARED share with readers
  *		(the gate, the writers' ranges, the remembered extent run) is
- *		allocated only under IOLOCK_EXCL: by an open for writing of a
+ *		installed only under IOLOCK_EXCL: by an open for writing of a
  *		non-empty file that finds the IOLOCK free, or else by the
- *		first buffered write, on the IOLOCK_EXCL path; it is freed
- *		when the inode is evicted (patch 0044). An inode without it
- *		has its readers and direct I/O skip the gate.
+ *		file's first write in IOCB_NOWAIT use, on the IOLOCK_EXCL
+ *		path; it is freed when the inode is evicted (patch 0044). An
+ *		inode without it has its readers and direct I/O skip the
+ *		gate.
  *
  * Each cycle: the file is fsynced, closed everywhere and dropped from the
  * caches (drop_caches 3, which evicts the inode), then opened read-only
