@@ -236,6 +236,9 @@ static void *writer_fn(void *arg)
 	    io_uring_queue_init(4, &ring, 0)) {
 		fprintf(stderr, "writer %u: setup failed\n", wr->id);
 		wr->failed = 1;
+		/* Let the main thread past the barriers it waits at. */
+		pthread_barrier_wait(&first_done);
+		pthread_barrier_wait(&first_done);
 		return NULL;
 	}
 	for (i = 0; i < cfg_writes; i++) {
