@@ -12,7 +12,7 @@ FLAVOURS="baseline patched debug"
 # Built and booted only when asked for by name: the series plus the
 # deliberately wrong patches in kernel/broken/, which the tests must catch
 # (vm/test-the-tests), and the series with KCSAN (kernel/config/kcsan.config).
-BROKEN_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin broken-source broken-read"
+BROKEN_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin broken-source broken-read broken-pileup"
 EXTRA_FLAVOURS="$BROKEN_FLAVOURS kcsan"
 
 # The deliberately wrong patch of each broken flavour (a glob in
@@ -31,6 +31,7 @@ broken_patch() {
 	broken-pin) echo "0010-*.patch" ;;	# pinned source read from page starts
 	broken-source) echo "0011-*.patch" ;;	# a source in the file written taken shared
 	broken-read) echo "0012-*.patch" ;;	# XFS read into a mapping of the file validates
+	broken-pileup) echo "0013-*.patch" ;;	# a time item queued for every update
 	esac
 }
 PROG=$(basename "$0")
