@@ -359,7 +359,7 @@ int t_uring_batch(struct io_uring *ring, unsigned int nr, const char *who,
 	return 0;
 }
 
-static int t_write_str(const char *path, const char *s)
+int t_write_str(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY);
 	ssize_t ret;

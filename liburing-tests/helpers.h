@@ -21,6 +21,17 @@ enum t_test_result {
 	T_EXIT_SKIP = 77,
 };
 
+/*
+ * The file system shutdown ioctl (XFS_IOC_GOINGDOWN and EXT4_IOC_SHUTDOWN
+ * are the same number) and its flags.
+ */
+#define T_IOC_GOINGDOWN			_IOR('X', 125, uint32_t)
+#define T_GOING_FLAGS_LOGFLUSH		0x1
+#define T_GOING_FLAGS_NOLOGFLUSH	0x2
+
+/* Write @s to the file at @path (sysfs, tracefs): 0 or -errno. */
+int t_write_str(const char *path, const char *s);
+
 /* Directory to create test files in: $TEST_DIR, else ".". */
 const char *t_test_dir(void);
 

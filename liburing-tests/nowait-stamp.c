@@ -47,10 +47,6 @@
 #define WLEN		4096
 #define ROUNDS		8
 
-/* XFS_IOC_GOINGDOWN and EXT4_IOC_SHUTDOWN are the same ioctl. */
-#define T_IOC_GOINGDOWN		_IOR('X', 125, uint32_t)
-#define T_GOING_FLAGS_LOGFLUSH	0x1
-#define T_GOING_FLAGS_NOLOGFLUSH 0x2
 
 static struct io_uring ring;
 static int lazytime;

@@ -45,7 +45,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -57,7 +56,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
 
 #include "helpers.h"
 
@@ -80,9 +78,6 @@
 /* How long the target may stay suspended before the watchdog resumes it. */
 #define WATCHDOG_S	420
 
-/* XFS_IOC_GOINGDOWN and EXT4_IOC_SHUTDOWN are the same ioctl. */
-#define T_IOC_GOINGDOWN		_IOR('X', 125, uint32_t)
-#define T_GOING_FLAGS_LOGFLUSH	0x1
 
 static char loopdev[64];
 static int have_dm, mounted, suspended, triggers, meta_started;
@@ -130,18 +125,6 @@ static int sh(const char *fmt, ...)
 	return ret;
 }
 
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t ret;
-
-	if (fd < 0)
-		return -1;
-	ret = write(fd, s, strlen(s));
-	close(fd);
-	return ret < 0 ? -1 : 0;
-}
-
 static int resume(void)
 {
 	if (!suspended)
@@ -176,8 +159,8 @@ static void cleanup(void)
 		if (hog_fd[i] > 0)
 			close(hog_fd[i]);
 	if (triggers) {
-		write_str(EV_QUEUE "/trigger", "!" TRIGGER);
-		write_str(EV_END "/trigger", "!" TRIGGER);
+		t_write_str(EV_QUEUE "/trigger", "!" TRIGGER);
+		t_write_str(EV_END "/trigger", "!" TRIGGER);
 	}
 	if (mounted) {
 		for (i = 0; umount(MNT) && errno == EBUSY && i < 20; i++)
@@ -282,8 +265,8 @@ static int setup(void)
 	if (system("umount -l " MNT " 2>/dev/null; " DM_ENV "dmsetup remove --noudevsync "
 		   DM_NAME " 2>/dev/null; losetup -j " IMG " -n -O NAME | xargs -r -n1 losetup -d"))
 		fprintf(stderr, "note: removing a stale setup failed\n");
-	write_str(EV_QUEUE "/trigger", "!" TRIGGER);
-	write_str(EV_END "/trigger", "!" TRIGGER);
+	t_write_str(EV_QUEUE "/trigger", "!" TRIGGER);
+	t_write_str(EV_END "/trigger", "!" TRIGGER);
 	unlink(IMG);
 	fd = open(IMG, O_CREAT | O_RDWR | O_TRUNC, 0600);
 	if (fd < 0 || ftruncate(fd, 256 << 20)) {
@@ -353,8 +336,8 @@ static int setup(void)
 			writers[i - NHOG].fd = fd;
 	}
 	sync();
-	if (write_str(EV_QUEUE "/trigger", TRIGGER) ||
-	    write_str(EV_END "/trigger", TRIGGER)) {
+	if (t_write_str(EV_QUEUE "/trigger", TRIGGER) ||
+	    t_write_str(EV_END "/trigger", TRIGGER)) {
 		perror("cannot install the workqueue hist triggers");
 		return 1;
 	}
