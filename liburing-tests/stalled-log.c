@@ -29,6 +29,11 @@
  *		  in all (at most 30 s). Every write must complete (no
  *		  -EAGAIN, no short write), no writer may block, and at most
  *		  one item per target file may be queued.
+ *		- other fs: while the stalled log holds its items, a NOWAIT
+ *		  overwrite on TEST_DIR's file system (another superblock)
+ *		  a tick later queues an item there, which must run, and
+ *		  syncfs() of that file system must return within OTHER_S
+ *		  (each superblock has its own workqueue: patch 0046).
  *		- logged: resume, wait until every queued item has finished;
  *		  one more RWF_NOWAIT overwrite of half the targets a tick
  *		  later (an item must be queued again: nothing left the file
@@ -56,10 +61,11 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 #include "helpers.h"
 
-/* The inode_times workqueue's max_active (fs/inode.c). */
+/* The max_active of a superblock's inode_times workqueue (fs/inode.c). */
 #define NHOG		8
 #define NTARGET		8
 #define NMETA		8000
@@ -77,11 +83,14 @@
 #define ITEM_FN		"inode_time_workfn"
 /* How long the target may stay suspended before the watchdog resumes it. */
 #define WATCHDOG_S	420
+/* How long syncfs() of TEST_DIR's file system may take beside the stall. */
+#define OTHER_S		60
 
 
 static char loopdev[64];
 static int have_dm, mounted, suspended, triggers, meta_started;
 static int watchdog_fd = -1;
+static pid_t other_pid;
 static const char *fstype;
 static int hog_fd[NHOG];
 static pthread_t meta;
@@ -148,6 +157,9 @@ static void cleanup(void)
 	atomic_store(&stop_writers, 1);
 	atomic_store(&stop_meta, 1);
 	resume();
+	/* A syncfs() that waited behind the stalled log returns now. */
+	if (other_pid > 0)
+		waitpid(other_pid, NULL, 0);
 	if (meta_started) {
 		pthread_join(meta, NULL);
 		meta_started = 0;
@@ -477,6 +489,93 @@ static int tick_write(int fd, const char *what, uint32_t gen)
 	return 1;
 }
 
+/*
+ * While the stalled log holds its items: a NOWAIT overwrite of a file on
+ * TEST_DIR's file system (another superblock, not stalled) a tick later
+ * queues an item there, and syncfs() of that file system, which waits for
+ * it, must return. With one workqueue for all file systems that item
+ * cannot start while the stalled one's items fill the running slots.
+ */
+static int check_other_fs(void)
+{
+	char buf[FSIZE], path[PATH_MAX];
+	uint64_t start, waited;
+	long q0, e0, q1, e1;
+	int fd, status;
+	pid_t pid, ret;
+
+	fd = t_create_file("stalled-log-other", 0, path, sizeof(path));
+	t_fill_pattern(buf, FSIZE, 0, 1);
+	if (pwrite(fd, buf, FSIZE, 0) != FSIZE || fsync(fd) ||
+	    pread(fd, buf, FSIZE, 0) != FSIZE) {
+		perror(path);
+		close(fd);
+		return 1;
+	}
+	if (items(&q0, &e0) || tick_write(fd, "on TEST_DIR's file system", 7)) {
+		close(fd);
+		return 1;
+	}
+	start = t_now_ns();
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		close(fd);
+		return 1;
+	}
+	if (!pid)
+		_exit(syncfs(fd) ? 1 : 0);
+	other_pid = pid;
+	while ((ret = waitpid(pid, &status, WNOHANG)) == 0) {
+		waited = t_now_ns() - start;
+		if (waited >= OTHER_S * 1000000000ULL) {
+			fprintf(stderr, "syncfs of another file system waited %.1f s behind the stalled log's time items (still waiting; TEST_DIR %s)\n",
+				waited / 1e9, t_test_dir());
+			close(fd);
+			return 1;
+		}
+		msleep(20);
+	}
+	waited = t_now_ns() - start;
+	if (ret < 0) {
+		perror("waitpid");
+		close(fd);
+		return 1;
+	}
+	other_pid = 0;
+	close(fd);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "syncfs of TEST_DIR's file system failed\n");
+		return 1;
+	}
+	/*
+	 * The item ends (workqueue_execute_end) just after it lets syncfs()
+	 * go on. The stalled file system queues nothing meanwhile (its
+	 * writers stopped, its chmod thread is blocked) and must finish
+	 * nothing.
+	 */
+	for (int i = 0; i < 100; i++) {
+		if (items(&q1, &e1))
+			return 1;
+		if (e1 - e0 >= q1 - q0)
+			break;
+		msleep(10);
+	}
+	if (q1 - q0 < 1 || e1 - e0 < q1 - q0) {
+		fprintf(stderr, "syncfs of TEST_DIR's file system returned with its time item not run (%ld queued, %ld finished)\n",
+			q1 - q0, e1 - e0);
+		return 1;
+	}
+	if (e1 - e0 > q1 - q0) {
+		fprintf(stderr, "%ld time items finished while the log was stalled: it did not hold them, nothing judged\n",
+			e1 - e0 - (q1 - q0));
+		return 1;
+	}
+	printf("other fs: a NOWAIT overwrite on TEST_DIR's file system queued %ld time item(s), %ld finished, syncfs returned in %.2f s, beside the stalled log's items\n",
+	       q1 - q0, e1 - e0, waited / 1e9);
+	return 0;
+}
+
 static int check_logged(void)
 {
 	uint32_t flags = T_GOING_FLAGS_LOGFLUSH;
@@ -662,6 +761,9 @@ int main(void)
 			q2 - q1, NTARGET, ticks);
 		return T_EXIT_FAIL;
 	}
+
+	if (check_other_fs())
+		return T_EXIT_FAIL;
 
 	atomic_store(&stop_meta, 1);
 	if (resume())

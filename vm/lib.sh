@@ -12,7 +12,7 @@ FLAVOURS="baseline patched debug"
 # Built and booted only when asked for by name: the series plus the
 # deliberately wrong patches in kernel/broken/, which the tests must catch
 # (vm/test-the-tests), and the series with KCSAN (kernel/config/kcsan.config).
-BROKEN_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin broken-source broken-read broken-pileup"
+BROKEN_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin broken-source broken-read broken-pileup broken-sharedwq"
 EXTRA_FLAVOURS="$BROKEN_FLAVOURS kcsan"
 
 # The deliberately wrong patch of each broken flavour (a glob in
@@ -32,6 +32,7 @@ broken_patch() {
 	broken-source) echo "0011-*.patch" ;;	# a source in the file written taken shared
 	broken-read) echo "0012-*.patch" ;;	# XFS read into a mapping of the file validates
 	broken-pileup) echo "0013-*.patch" ;;	# a time item queued for every update
+	broken-sharedwq) echo "0014-*.patch" ;;	# one time workqueue for all file systems
 	esac
 }
 PROG=$(basename "$0")
