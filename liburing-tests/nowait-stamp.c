@@ -47,7 +47,6 @@
 #define WLEN		4096
 #define ROUNDS		8
 
-
 static struct io_uring ring;
 static int lazytime;
 static unsigned char buf[WLEN], back[WLEN];

@@ -15,9 +15,10 @@
  *		target over a loop device on a tmpfs file, so that it can
  *		stall it: it suspends the target (--noflush: I/O waits) and a
  *		thread changes the mode of NMETA files until that stops for
- *		STALL_S seconds (the log is full). Items are counted with hist triggers on the
- *		workqueue_queue_work and workqueue_execute_end events (by
- *		function: inode_time_workfn).
+ *		STALL_S seconds (the log is full). Items are counted with
+ *		hist triggers on the workqueue_queue_work and
+ *		workqueue_execute_end events (by function:
+ *		inode_time_workfn).
  *		- hogs: one RWF_NOWAIT overwrite of each of NHOG files, a
  *		  tick after their last update: NHOG items, the workqueue's
  *		  max_active, which start and block, so that the targets'
@@ -92,7 +93,6 @@
 #define STALL_TRIES	3
 /* How long syncfs() of TEST_DIR's file system may take beside the stall. */
 #define OTHER_S		60
-
 
 static char loopdev[64];
 static int have_dm, mounted, suspended, triggers, meta_started;
@@ -540,12 +540,12 @@ static int check_other_fs(void)
 	if (!pid)
 		_exit(syncfs(fd) ? 1 : 0);
 	other_pid = pid;
+	close(fd);
 	while ((ret = waitpid(pid, &status, WNOHANG)) == 0) {
 		waited = t_now_ns() - start;
 		if (waited >= OTHER_S * 1000000000ULL) {
 			fprintf(stderr, "syncfs of another file system waited %.1f s behind the stalled log's time items (still waiting; TEST_DIR %s)\n",
 				waited / 1e9, t_test_dir());
-			close(fd);
 			return 1;
 		}
 		msleep(20);
@@ -553,11 +553,9 @@ static int check_other_fs(void)
 	waited = t_now_ns() - start;
 	if (ret < 0) {
 		perror("waitpid");
-		close(fd);
 		return 1;
 	}
 	other_pid = 0;
-	close(fd);
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 		fprintf(stderr, "syncfs of TEST_DIR's file system failed\n");
 		return 1;
@@ -682,7 +680,7 @@ int main(void)
 	for (i = 0; i < NTARGET; i++)
 		writers[i].fd = -1;
 	atexit(cleanup);
-	if (setup() || items(&q0, &e0))
+	if (setup())
 		return T_EXIT_FAIL;
 
 	if (start_watchdog())
