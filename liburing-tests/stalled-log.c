@@ -14,19 +14,29 @@
  *		log or journal, default mount) on a device-mapper linear
  *		target over a loop device on a tmpfs file, so that it can
  *		stall it: it suspends the target (--noflush: I/O waits) and a
- *		thread changes the mode of NMETA files until that stops for
- *		STALL_S seconds (the log is full). Items are counted with
- *		hist triggers on the workqueue_queue_work and
+ *		thread changes the mode of nmeta files (16000 on ext4, 8000
+ *		on XFS) until that stops for STALL_S seconds (the log is
+ *		full). Items are counted with hist triggers on the
+ *		workqueue_queue_work, workqueue_execute_start and
  *		workqueue_execute_end events (by function:
  *		inode_time_workfn).
- *		- hogs: one RWF_NOWAIT overwrite of each of NHOG files, a
- *		  tick after their last update: NHOG items, the workqueue's
- *		  max_active, which start and block, so that the targets'
- *		  items can only wait. None may finish while the target is
- *		  suspended; if they do, the log had not stalled yet (a busy
- *		  host can stop the thread for seconds): wait for the stall
- *		  again and queue new ones, STALL_TRIES tries in all, else
- *		  nothing is judged.
+ *		- hot: hog 0 is overwritten with RWF_NOWAIT at HOT_TICKS
+ *		  ticks in a row. Its first item starts and blocks; its
+ *		  second starts, finds the first running and is handed to
+ *		  it (patch 0047); the rest queue nothing. At most one of
+ *		  its items may be running (the 46-patch series started one
+ *		  per tick until the workqueue's max_active, NHOG, all held
+ *		  by one file), and a second must have started, or nothing
+ *		  is judged.
+ *		- hogs: one RWF_NOWAIT overwrite of each other hog file, a
+ *		  tick after its last update: with hog 0's, NHOG items, the
+ *		  workqueue's max_active, running and blocked, so that the
+ *		  targets' items can only wait. None may finish while the
+ *		  target is suspended (but hog 0's hand-off); if they do,
+ *		  the log had not stalled yet (a busy host can stop the
+ *		  thread for seconds): wait for the stall again and queue
+ *		  new ones, STALL_TRIES tries in all, else nothing is
+ *		  judged.
  *		- targets: NTARGET threads overwrite 4 KiB of their own
  *		  cached file with pwritev2(RWF_NOWAIT) for TEST_STALL_MS
  *		  (default 3000) and until they saw MIN_TICKS mtime changes
@@ -43,8 +53,9 @@
  *		  later (an item must be queued again: nothing left the file
  *		  marked), wait again; a shutdown with a log flush and no
  *		  data or inode writeback (XFS_IOC_GOINGDOWN /
- *		  EXT4_IOC_SHUTDOWN), remount: every target's mtime and
- *		  ctime must be those stat showed before the shutdown.
+ *		  EXT4_IOC_SHUTDOWN), remount: the mtime and ctime of every
+ *		  target and of hog 0 (logged by the item handed on) must be
+ *		  those stat showed before the shutdown.
  *		A feature test: 6.12 refuses these writes (-EAGAIN on XFS,
  *		-EOPNOTSUPP on ext4). Runs on the default-mount configs; on
  *		a lazytime config it skips (such mounts queue no items).
@@ -72,7 +83,16 @@
 /* The max_active of a superblock's inode_times workqueue (fs/inode.c). */
 #define NHOG		8
 #define NTARGET		8
-#define NMETA		8000
+/*
+ * Files whose mode the metadata thread changes in turn. On ext4 more than
+ * two journal transactions hold (about 4000 inodes each with a 4 MiB
+ * journal): with fewer, the thread came back to a file whose inode block
+ * the committing transaction was writing and waited for that block alone
+ * (at 8000 updates, a host under load), while other inodes' updates, the
+ * time items' among them, went on. XFS relogs an inode without waiting.
+ */
+#define NMETA_EXT4	16000
+#define NMETA_XFS	8000
 #define FSIZE		(64 * 1024)
 #define WLEN		4096
 #define MIN_TICKS	100
@@ -82,6 +102,7 @@
 #define MNT		"/tmp/stalled-log.mnt"
 #define TRACING		"/sys/kernel/tracing/events/workqueue/"
 #define EV_QUEUE	TRACING "workqueue_queue_work"
+#define EV_START	TRACING "workqueue_execute_start"
 #define EV_END		TRACING "workqueue_execute_end"
 #define TRIGGER		"hist:keys=function.sym"
 #define ITEM_FN		"inode_time_workfn"
@@ -93,12 +114,15 @@
 #define STALL_TRIES	3
 /* How long syncfs() of TEST_DIR's file system may take beside the stall. */
 #define OTHER_S		60
+/* Ticks at which the hot file (hog 0) is written before the other hogs. */
+#define HOT_TICKS	16
 
 static char loopdev[64];
 static int have_dm, mounted, suspended, triggers, meta_started;
 static int watchdog_fd = -1;
 static pid_t other_pid;
 static const char *fstype;
+static int nmeta;
 static int hog_fd[NHOG];
 static pthread_t meta;
 
@@ -179,6 +203,7 @@ static void cleanup(void)
 			close(hog_fd[i]);
 	if (triggers) {
 		t_write_str(EV_QUEUE "/trigger", "!" TRIGGER);
+		t_write_str(EV_START "/trigger", "!" TRIGGER);
 		t_write_str(EV_END "/trigger", "!" TRIGGER);
 	}
 	if (mounted) {
@@ -259,11 +284,21 @@ static long item_hits(const char *event)
 	return n;
 }
 
+struct counts {
+	long queued, started, ended;
+};
+
 static int items(long *queued, long *ended)
 {
 	*queued = item_hits(EV_QUEUE);
 	*ended = item_hits(EV_END);
 	return *queued < 0 || *ended < 0 ? -1 : 0;
+}
+
+static int counts(struct counts *c)
+{
+	c->started = item_hits(EV_START);
+	return items(&c->queued, &c->ended) || c->started < 0 ? -1 : 0;
 }
 
 static int setup(void)
@@ -285,6 +320,7 @@ static int setup(void)
 		   DM_NAME " 2>/dev/null; losetup -j " IMG " -n -O NAME | xargs -r -n1 losetup -d"))
 		fprintf(stderr, "note: removing a stale setup failed\n");
 	t_write_str(EV_QUEUE "/trigger", "!" TRIGGER);
+	t_write_str(EV_START "/trigger", "!" TRIGGER);
 	t_write_str(EV_END "/trigger", "!" TRIGGER);
 	unlink(IMG);
 	fd = open(IMG, O_CREAT | O_RDWR | O_TRUNC, 0600);
@@ -328,7 +364,7 @@ static int setup(void)
 		perror("mkdir");
 		return 1;
 	}
-	for (i = 0; i < NMETA; i++) {
+	for (i = 0; i < nmeta; i++) {
 		snprintf(path, sizeof(path), MNT "/meta/%d", i);
 		fd = open(path, O_CREAT | O_WRONLY, 0644);
 		if (fd < 0) {
@@ -356,6 +392,7 @@ static int setup(void)
 	}
 	sync();
 	if (t_write_str(EV_QUEUE "/trigger", TRIGGER) ||
+	    t_write_str(EV_START "/trigger", TRIGGER) ||
 	    t_write_str(EV_END "/trigger", TRIGGER)) {
 		perror("cannot install the workqueue hist triggers");
 		return 1;
@@ -371,8 +408,8 @@ static void *meta_fn(void *arg)
 
 	(void)arg;
 	for (i = 0; !atomic_load(&stop_meta); i++) {
-		snprintf(path, sizeof(path), MNT "/meta/%ld", i % NMETA);
-		if (chmod(path, (i / NMETA) % 2 ? 0644 : 0600)) {
+		snprintf(path, sizeof(path), MNT "/meta/%ld", i % nmeta);
+		if (chmod(path, (i / nmeta) % 2 ? 0644 : 0600)) {
 			perror("chmod");
 			break;
 		}
@@ -591,7 +628,7 @@ static int check_other_fs(void)
 static int check_logged(void)
 {
 	uint32_t flags = T_GOING_FLAGS_LOGFLUSH;
-	struct stat mem[NTARGET], disk;
+	struct stat mem[NTARGET], hot, disk;
 	char path[PATH_MAX];
 	int i, bad = 0, ret;
 
@@ -605,6 +642,10 @@ static int check_logged(void)
 			perror("fstat");
 			return 1;
 		}
+	}
+	if (fstat(hog_fd[0], &hot)) {
+		perror("fstat hog0");
+		return 1;
 	}
 	if (ioctl(writers[0].fd, T_IOC_GOINGDOWN, &flags)) {
 		perror("shutdown ioctl");
@@ -649,8 +690,24 @@ static int check_logged(void)
 			bad = 1;
 		}
 	}
+	/* Its last times were logged by the item its first one handed on. */
+	if (stat(MNT "/hog0", &disk)) {
+		perror(MNT "/hog0");
+		return 1;
+	}
+	if (disk.st_mtim.tv_sec != hot.st_mtim.tv_sec ||
+	    disk.st_mtim.tv_nsec != hot.st_mtim.tv_nsec ||
+	    disk.st_ctim.tv_sec != hot.st_ctim.tv_sec ||
+	    disk.st_ctim.tv_nsec != hot.st_ctim.tv_nsec) {
+		fprintf(stderr, "hog0 (the hot file, last written during the stall): times not logged: on disk mtime %ld.%09ld ctime %ld.%09ld, stat before the shutdown %ld.%09ld / %ld.%09ld\n",
+			(long)disk.st_mtim.tv_sec, disk.st_mtim.tv_nsec,
+			(long)disk.st_ctim.tv_sec, disk.st_ctim.tv_nsec,
+			(long)hot.st_mtim.tv_sec, hot.st_mtim.tv_nsec,
+			(long)hot.st_ctim.tv_sec, hot.st_ctim.tv_nsec);
+		bad = 1;
+	}
 	if (!bad)
-		printf("logged: every target's mtime and ctime were on disk after a log flush and a shutdown (%d last written during the stall, %d again after it)\n",
+		printf("logged: the mtime and ctime of every target and of the hot file were on disk after a log flush and a shutdown (%d targets last written during the stall, %d again after it)\n",
 		       NTARGET - NTARGET / 2, NTARGET / 2);
 	return bad;
 }
@@ -659,6 +716,8 @@ int main(void)
 {
 	unsigned int stall_ms = t_env_uint("TEST_STALL_MS", 3000, 500, 30000);
 	long q0, e0, q1, e1, q2, e2, ok = 0, eagain = 0, other = 0, ticks;
+	long hot_started, hot_running;
+	struct counts c0, ch, c1;
 	int i, try, created = 0, blocked = 0, min_ticks;
 	uint64_t start, end;
 	char name[32];
@@ -669,8 +728,10 @@ int main(void)
 	}
 	if (!strncmp(t_test_fs(), "xfs", 3)) {
 		fstype = "xfs";
+		nmeta = NMETA_XFS;
 	} else if (!strncmp(t_test_fs(), "ext4", 4)) {
 		fstype = "ext4";
+		nmeta = NMETA_EXT4;
 	} else {
 		fprintf(stderr, "TEST_FS %s: not xfs or ext4\n", t_test_fs());
 		return T_EXIT_FAIL;
@@ -695,31 +756,67 @@ int main(void)
 	meta_started = 1;
 
 	/*
-	 * Fill the workqueue's running slots with items that block. If they
-	 * finish, the log had not stalled yet: the metadata thread goes on,
-	 * wait again and queue new ones.
+	 * Fill the workqueue's running slots with items that block: first
+	 * the hot file, hog 0, written at HOT_TICKS ticks in a row, whose
+	 * first item blocks and whose later ones must not take more workers
+	 * (at most one item of a file runs: patch 0047), then one write of
+	 * each other hog. If items finish, the log had not stalled yet: the
+	 * metadata thread goes on, wait again and queue new ones.
 	 */
 	for (try = 1;; try++) {
-		if (wait_stalled() || items(&q0, &e0))
+		if (wait_stalled() || counts(&c0))
 			return T_EXIT_FAIL;
-		for (i = 0; i < NHOG; i++) {
+		for (i = 0; i < HOT_TICKS; i++)
+			if (tick_write(hog_fd[0], "hot hog0", 100 * try + i))
+				return T_EXIT_FAIL;
+		msleep(200);
+		if (counts(&ch))
+			return T_EXIT_FAIL;
+		for (i = 1; i < NHOG; i++) {
 			snprintf(name, sizeof(name), "hog%d", i);
 			if (tick_write(hog_fd[i], name, 100 * try + i))
 				return T_EXIT_FAIL;
 		}
 		msleep(1000);
-		if (items(&q1, &e1))
+		if (counts(&c1))
 			return T_EXIT_FAIL;
-		if (e1 == e0 && q1 - q0 >= NHOG)
+		/*
+		 * A stalled log: every running slot holds an item that blocks
+		 * (hog 0's first and the other hogs' with the fix, hog 0's
+		 * alone without it), and nothing finished after the hot file's
+		 * writes but the hand-off of its second item to its first.
+		 */
+		if (c1.started - c1.ended == NHOG && c1.ended == ch.ended &&
+		    ch.ended - c0.ended <= 1)
 			break;
 		if (try == STALL_TRIES) {
-			fprintf(stderr, "hogs: %ld time items queued, %ld finished with the target suspended: the items did not block in %d tries, nothing judged\n",
-				q1 - q0, e1 - e0, try);
+			fprintf(stderr, "hogs: %ld time items queued, %ld started, %ld finished with the target suspended (%ld running in all, %d slots): the items did not block in %d tries, nothing judged\n",
+				c1.queued - c0.queued, c1.started - c0.started,
+				c1.ended - c0.ended, c1.started - c1.ended, NHOG, try);
 			return T_EXIT_FAIL;
 		}
-		printf("hogs: %ld time items queued, %ld finished: the log had not stalled yet (try %d of %d)\n",
-		       q1 - q0, e1 - e0, try, STALL_TRIES);
+		printf("hogs: %ld time items queued, %ld started, %ld finished (%ld running in all): the log had not stalled yet (try %d of %d)\n",
+		       c1.queued - c0.queued, c1.started - c0.started,
+		       c1.ended - c0.ended, c1.started - c1.ended, try, STALL_TRIES);
 	}
+	hot_started = ch.started - c0.started;
+	hot_running = hot_started - (ch.ended - c0.ended);
+	printf("hot: %d RWF_NOWAIT overwrites of hog0 a tick apart with the log stalled: %ld time items queued, %ld started, %ld of them still running (handed off: %ld)\n",
+	       HOT_TICKS, ch.queued - c0.queued, hot_started, hot_running,
+	       ch.ended - c0.ended);
+	if (hot_started < 2) {
+		fprintf(stderr, "hot: no second item of hog0 started while its first ran (%ld started): nothing judged\n",
+			hot_started);
+		return T_EXIT_FAIL;
+	}
+	/* Judged after the targets, so that a kernel that fails both says so. */
+	if (hot_running > 1)
+		fprintf(stderr, "one file's time items took %ld of the %d workers that may run at once, with the log stalled (at most one item of a file may run)\n",
+			hot_running, NHOG);
+	q0 = c0.queued;
+	e0 = c0.ended;
+	q1 = c1.queued;
+	e1 = c1.ended;
 
 	for (i = 0; i < NTARGET; i++) {
 		if (pthread_create(&writers[i].thread, NULL, writer_fn, &writers[i])) {
@@ -773,9 +870,9 @@ int main(void)
 			ticks, min_ticks, MIN_TICKS);
 		return T_EXIT_FAIL;
 	}
-	if (e2 != e0) {
+	if (e2 != e1) {
 		fprintf(stderr, "%ld time items finished with the target suspended: the log did not stall them, nothing judged\n",
-			e2 - e0);
+			e2 - e1);
 		return T_EXIT_FAIL;
 	}
 	if (q2 - q1 > NTARGET) {
@@ -783,6 +880,8 @@ int main(void)
 			q2 - q1, NTARGET, ticks);
 		return T_EXIT_FAIL;
 	}
+	if (hot_running > 1)
+		return T_EXIT_FAIL;
 
 	if (check_other_fs())
 		return T_EXIT_FAIL;

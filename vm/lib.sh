@@ -12,7 +12,7 @@ FLAVOURS="baseline patched debug"
 # Built and booted only when asked for by name: the series plus the
 # deliberately wrong patches in kernel/broken/, which the tests must catch
 # (vm/test-the-tests), and the series with KCSAN (kernel/config/kcsan.config).
-BROKEN_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin broken-source broken-read broken-pileup broken-sharedwq"
+BROKEN_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin broken-source broken-read broken-pileup broken-sharedwq broken-handoff"
 EXTRA_FLAVOURS="$BROKEN_FLAVOURS kcsan"
 
 # The deliberately wrong patch of each broken flavour (a glob in
@@ -33,6 +33,7 @@ broken_patch() {
 	broken-read) echo "0012-*.patch" ;;	# XFS read into a mapping of the file validates
 	broken-pileup) echo "0013-*.patch" ;;	# a time item queued for every update
 	broken-sharedwq) echo "0014-*.patch" ;;	# one time workqueue for all file systems
+	broken-handoff) echo "0015-*.patch" ;;	# every time item runs, one inode's beside another
 	esac
 }
 PROG=$(basename "$0")
