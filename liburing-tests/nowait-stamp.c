@@ -2,13 +2,22 @@
 /*
  * Description: a NOWAIT overwrite of cached data must succeed when the
  *		file's c/mtime are stale, on every mount, and its new times
- *		must be logged soon without an fsync. Three parts:
+ *		must be logged soon without an fsync. Five parts:
  *		- stale: in each NOWAIT mode (pwritev2 and io_uring with
  *		  RWF_NOWAIT), after the clock has ticked past the file's
  *		  times, a cached 4 KiB overwrite must complete (no -EAGAIN)
  *		  and stat must show a later mtime and ctime at once. A
  *		  feature test: 6.12 XFS returns -EAGAIN on a default mount,
  *		  6.12 ext4 -EOPNOTSUPP on every mount.
+ *		- loaded: the same write, in each NOWAIT mode, to a file
+ *		  whose inode was just evicted (drop_caches) and read back
+ *		  (O_NOATIME, so that no atime update logs the inode first):
+ *		  ext4 and XFS mark the i_version of an inode read from the
+ *		  disk queried, so the first change must bump it, which the
+ *		  46-patch series left to the blocking path (-EAGAIN: a
+ *		  pwritev2(RWF_NOWAIT) caller never got through, an io_uring
+ *		  write was punted once per inode load); patch 0048 bumps it
+ *		  in memory and has the time item log it.
  *		- logged (mounts without lazytime): after such a write (where
  *		  NOWAIT is refused, a plain io_uring write) and a short wait (TEST_STAMP_WAIT_MS, default 1000), the file
  *		  system is shut down with a log flush and no data or inode
@@ -144,6 +153,56 @@ static int part_stale(void)
 		       t_wmode_name(modes[i]), ROUNDS);
 	}
 	close(fd);
+	return bad;
+}
+
+/* Evict every unused inode (and its page cache). */
+static int drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+
+	sync();
+	if (fd < 0 || write(fd, "3", 1) != 1) {
+		perror("drop_caches");
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int part_loaded(void)
+{
+	static const enum t_wmode modes[] = { T_URING_NOWAIT, T_PWRITEV2_NOWAIT };
+	static unsigned char all[FSIZE];
+	char path[PATH_MAX];
+	struct stat st;
+	unsigned int i;
+	int fd, bad = 0;
+
+	for (i = 0; i < 2 && !bad; i++) {
+		fd = new_file("nowait-stamp-loaded", path, sizeof(path));
+		if (fd < 0)
+			return 1;
+		close(fd);
+		if (drop_caches())
+			return 1;
+		fd = open(path, O_RDWR | O_NOATIME);
+		if (fd < 0 || pread(fd, all, FSIZE, 0) != FSIZE) {
+			perror(path);
+			if (fd >= 0)
+				close(fd);
+			return 1;
+		}
+		bad = stale_write(fd, path, modes[i], WLEN, 20 + i,
+				  "loaded (inode read from the disk)", &st);
+		close(fd);
+		unlink(path);
+		if (!bad)
+			printf("loaded [%s]: a write to a file whose inode was read back from the disk completed and moved c/mtime\n",
+			       t_wmode_name(modes[i]));
+	}
 	return bad;
 }
 
@@ -382,6 +441,7 @@ int main(void)
 	printf("fs %s, lazytime %s\n", t_test_fs(), lazytime ? "yes" : "no");
 
 	bad |= part_stale();
+	bad |= part_loaded();
 	bad |= part_privs();
 	/*
 	 * TEST_STAMP_FORCE_LOGGED=1 runs the logged part on a lazytime mount
