@@ -371,6 +371,17 @@ int t_write_str(const char *path, const char *s)
 	return ret < 0 ? -errno : 0;
 }
 
+int t_drop_caches(void)
+{
+	int ret;
+
+	sync();
+	ret = t_write_str("/proc/sys/vm/drop_caches", "3");
+	if (ret)
+		fprintf(stderr, "drop_caches: %s\n", strerror(-ret));
+	return ret ? 1 : 0;
+}
+
 /* Install a hist trigger on the punt event; 0 or -1 (and print why). */
 static int t_punt_trigger_install(const char *trigger)
 {

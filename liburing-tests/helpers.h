@@ -32,6 +32,12 @@ enum t_test_result {
 /* Write @s to the file at @path (sysfs, tracefs): 0 or -errno. */
 int t_write_str(const char *path, const char *s);
 
+/*
+ * sync(), then drop the page cache and every unused dentry and inode
+ * (evicted inodes lose their page cache): 0, or 1 (printed).
+ */
+int t_drop_caches(void);
+
 /* Directory to create test files in: $TEST_DIR, else ".". */
 const char *t_test_dir(void);
 

@@ -276,20 +276,6 @@ static void *writer_fn(void *arg)
 	return NULL;
 }
 
-static int drop_caches(void)
-{
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-
-	if (fd < 0 || write(fd, "3", 1) != 1) {
-		perror("drop_caches");
-		if (fd >= 0)
-			close(fd);
-		return 1;
-	}
-	close(fd);
-	return 0;
-}
-
 static int check_final(void)
 {
 	unsigned int slot, i, bad = 0;
@@ -345,7 +331,7 @@ static int run_cycle(unsigned int c, unsigned long long *late_punts)
 	long punts, first;
 
 	cycle_magic = 0x80 | (c & 0x7f);
-	if (drop_caches())
+	if (t_drop_caches())
 		return 1;
 	rfd = open(path, O_RDONLY | O_NOATIME);
 	dfd = open(path, O_RDONLY | O_DIRECT | O_NOATIME);

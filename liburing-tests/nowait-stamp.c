@@ -156,22 +156,6 @@ static int part_stale(void)
 	return bad;
 }
 
-/* Evict every unused inode (and its page cache). */
-static int drop_caches(void)
-{
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-
-	sync();
-	if (fd < 0 || write(fd, "3", 1) != 1) {
-		perror("drop_caches");
-		if (fd >= 0)
-			close(fd);
-		return 1;
-	}
-	close(fd);
-	return 0;
-}
-
 static int part_loaded(void)
 {
 	static const enum t_wmode modes[] = { T_URING_NOWAIT, T_PWRITEV2_NOWAIT };
@@ -186,7 +170,7 @@ static int part_loaded(void)
 		if (fd < 0)
 			return 1;
 		close(fd);
-		if (drop_caches())
+		if (t_drop_caches())
 			return 1;
 		fd = open(path, O_RDWR | O_NOATIME);
 		if (fd < 0 || pread(fd, all, FSIZE, 0) != FSIZE) {

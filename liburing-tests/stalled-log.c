@@ -630,12 +630,78 @@ static int check_other_fs(void)
 	return 0;
 }
 
-static int check_logged(void)
+/*
+ * Shut the file system down through @fd with a log flush and no data or
+ * inode writeback (XFS_IOC_GOINGDOWN / EXT4_IOC_SHUTDOWN), close every file
+ * the test holds open, unmount and mount again.
+ */
+static int shutdown_remount(int fd, const char *when)
 {
 	uint32_t flags = T_GOING_FLAGS_LOGFLUSH;
-	struct stat mem[NTARGET], hot, disk;
+	int i, ret;
+
+	if (ioctl(fd, T_IOC_GOINGDOWN, &flags)) {
+		fprintf(stderr, "%s: shutdown ioctl: %s\n", when, strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < NTARGET; i++) {
+		if (writers[i].fd >= 0)
+			close(writers[i].fd);
+		writers[i].fd = -1;
+	}
+	for (i = 0; i < NHOG; i++) {
+		if (hog_fd[i] >= 0)
+			close(hog_fd[i]);
+		hog_fd[i] = -1;
+	}
+	for (i = 0; (ret = umount(MNT)) && errno == EBUSY && i < 50; i++)
+		msleep(100);
+	if (ret) {
+		fprintf(stderr, "%s: umount after the shutdown: %s\n", when, strerror(errno));
+		return 1;
+	}
+	mounted = 0;
+	if (mount("/dev/mapper/" DM_NAME, MNT, fstype, 0, NULL)) {
+		fprintf(stderr, "%s: remount: %s\n", when, strerror(errno));
+		return 1;
+	}
+	mounted = 1;
+	return 0;
+}
+
+/*
+ * Are the mtime and ctime of MNT/@name on disk those of @mem, which stat
+ * showed before the shutdown?  0, or 1 (printed, with @what).
+ */
+static int times_on_disk(const char *name, const struct stat *mem,
+			 const char *what)
+{
 	char path[PATH_MAX];
-	int i, bad = 0, ret;
+	struct stat disk;
+
+	snprintf(path, sizeof(path), MNT "/%s", name);
+	if (stat(path, &disk)) {
+		perror(path);
+		return 1;
+	}
+	if (disk.st_mtim.tv_sec == mem->st_mtim.tv_sec &&
+	    disk.st_mtim.tv_nsec == mem->st_mtim.tv_nsec &&
+	    disk.st_ctim.tv_sec == mem->st_ctim.tv_sec &&
+	    disk.st_ctim.tv_nsec == mem->st_ctim.tv_nsec)
+		return 0;
+	fprintf(stderr, "%s (%s): times not logged: on disk mtime %ld.%09ld ctime %ld.%09ld, stat before the shutdown %ld.%09ld / %ld.%09ld\n",
+		name, what, (long)disk.st_mtim.tv_sec, disk.st_mtim.tv_nsec,
+		(long)disk.st_ctim.tv_sec, disk.st_ctim.tv_nsec,
+		(long)mem->st_mtim.tv_sec, mem->st_mtim.tv_nsec,
+		(long)mem->st_ctim.tv_sec, mem->st_ctim.tv_nsec);
+	return 1;
+}
+
+static int check_logged(void)
+{
+	struct stat mem[NTARGET], hot;
+	char name[32];
+	int i, bad = 0;
 
 	for (i = 0; i < NTARGET / 2; i++)
 		if (tick_write(writers[i].fd, "after the log resumed", 1000 + i))
@@ -652,65 +718,17 @@ static int check_logged(void)
 		perror("fstat hog0");
 		return 1;
 	}
-	if (ioctl(writers[0].fd, T_IOC_GOINGDOWN, &flags)) {
-		perror("shutdown ioctl");
+	if (shutdown_remount(writers[0].fd, "logged"))
 		return 1;
-	}
 	for (i = 0; i < NTARGET; i++) {
-		close(writers[i].fd);
-		writers[i].fd = -1;
-	}
-	for (i = 0; i < NHOG; i++) {
-		close(hog_fd[i]);
-		hog_fd[i] = -1;
-	}
-	for (i = 0; (ret = umount(MNT)) && errno == EBUSY && i < 50; i++)
-		msleep(100);
-	if (ret) {
-		perror("umount after shutdown");
-		return 1;
-	}
-	mounted = 0;
-	if (mount("/dev/mapper/" DM_NAME, MNT, fstype, 0, NULL)) {
-		perror("remount");
-		return 1;
-	}
-	mounted = 1;
-	for (i = 0; i < NTARGET; i++) {
-		snprintf(path, sizeof(path), MNT "/t%d", i);
-		if (stat(path, &disk)) {
-			perror(path);
-			return 1;
-		}
-		if (disk.st_mtim.tv_sec != mem[i].st_mtim.tv_sec ||
-		    disk.st_mtim.tv_nsec != mem[i].st_mtim.tv_nsec ||
-		    disk.st_ctim.tv_sec != mem[i].st_ctim.tv_sec ||
-		    disk.st_ctim.tv_nsec != mem[i].st_ctim.tv_nsec) {
-			fprintf(stderr, "t%d (%s): times not logged: on disk mtime %ld.%09ld ctime %ld.%09ld, stat before the shutdown %ld.%09ld / %ld.%09ld\n",
-				i, i < NTARGET / 2 ? "written again after the resume" : "last written during the stall",
-				(long)disk.st_mtim.tv_sec, disk.st_mtim.tv_nsec,
-				(long)disk.st_ctim.tv_sec, disk.st_ctim.tv_nsec,
-				(long)mem[i].st_mtim.tv_sec, mem[i].st_mtim.tv_nsec,
-				(long)mem[i].st_ctim.tv_sec, mem[i].st_ctim.tv_nsec);
-			bad = 1;
-		}
+		snprintf(name, sizeof(name), "t%d", i);
+		bad |= times_on_disk(name, &mem[i], i < NTARGET / 2 ?
+				     "written again after the resume" :
+				     "last written during the stall");
 	}
 	/* Its last times were logged by the item its first one handed on. */
-	if (stat(MNT "/hog0", &disk)) {
-		perror(MNT "/hog0");
-		return 1;
-	}
-	if (disk.st_mtim.tv_sec != hot.st_mtim.tv_sec ||
-	    disk.st_mtim.tv_nsec != hot.st_mtim.tv_nsec ||
-	    disk.st_ctim.tv_sec != hot.st_ctim.tv_sec ||
-	    disk.st_ctim.tv_nsec != hot.st_ctim.tv_nsec) {
-		fprintf(stderr, "hog0 (the hot file, last written during the stall): times not logged: on disk mtime %ld.%09ld ctime %ld.%09ld, stat before the shutdown %ld.%09ld / %ld.%09ld\n",
-			(long)disk.st_mtim.tv_sec, disk.st_mtim.tv_nsec,
-			(long)disk.st_ctim.tv_sec, disk.st_ctim.tv_nsec,
-			(long)hot.st_mtim.tv_sec, hot.st_mtim.tv_nsec,
-			(long)hot.st_ctim.tv_sec, hot.st_ctim.tv_nsec);
-		bad = 1;
-	}
+	bad |= times_on_disk("hog0", &hot,
+			     "the hot file, last written during the stall");
 	if (!bad)
 		printf("logged: the mtime and ctime of every target and of the hot file were on disk after a log flush and a shutdown (%d targets last written during the stall, %d again after it)\n",
 		       NTARGET - NTARGET / 2, NTARGET / 2);
@@ -782,12 +800,11 @@ static int wait_syncfs_child(pid_t pid)
 static int check_churn(void)
 {
 	struct churner c[NTARGET];
-	struct stat mem[NTARGET + 1], disk;
-	uint32_t flags = T_GOING_FLAGS_LOGFLUSH;
+	struct stat mem[NTARGET + 1];
 	char path[PATH_MAX], buf[FSIZE];
 	struct counts c0, c1;
 	long ok = 0, eagain = 0, other = 0;
-	int i, rounds = 0, syncs = 0, bad = 0, created = 0, hot_fd, ret;
+	int i, rounds = 0, syncs = 0, bad = 0, created = 0, hot_fd;
 	pid_t child = 0;
 	uint64_t start, t, sync_max = 0;
 
@@ -878,49 +895,18 @@ static int check_churn(void)
 	for (i = 0; i < NTARGET; i++)
 		if (fstat(c[i].fd, &mem[i]))
 			bad = 1;
-	if (bad || fstat(hot_fd, &mem[NTARGET]) ||
-	    ioctl(hot_fd, T_IOC_GOINGDOWN, &flags)) {
-		perror("churn: fstat or shutdown");
+	if (bad || fstat(hot_fd, &mem[NTARGET])) {
+		perror("churn: fstat");
 		return 1;
 	}
-	for (i = 0; i < NTARGET; i++) {
-		close(c[i].fd);
-		writers[i].fd = -1;
-	}
-	close(hot_fd);
-	hog_fd[0] = -1;
-	for (i = 0; (ret = umount(MNT)) && errno == EBUSY && i < 50; i++)
-		msleep(100);
-	if (ret) {
-		perror("umount after the churn's shutdown");
+	if (shutdown_remount(hot_fd, "churn"))
 		return 1;
-	}
-	mounted = 0;
-	if (mount("/dev/mapper/" DM_NAME, MNT, fstype, 0, NULL)) {
-		perror("remount after the churn");
-		return 1;
-	}
-	mounted = 1;
 	for (i = 0; i <= NTARGET; i++) {
 		if (i < NTARGET)
-			snprintf(path, sizeof(path), MNT "/t%d", i);
+			snprintf(path, sizeof(path), "t%d", i);
 		else
-			snprintf(path, sizeof(path), MNT "/hog0");
-		if (stat(path, &disk)) {
-			perror(path);
-			return 1;
-		}
-		if (disk.st_mtim.tv_sec != mem[i].st_mtim.tv_sec ||
-		    disk.st_mtim.tv_nsec != mem[i].st_mtim.tv_nsec ||
-		    disk.st_ctim.tv_sec != mem[i].st_ctim.tv_sec ||
-		    disk.st_ctim.tv_nsec != mem[i].st_ctim.tv_nsec) {
-			fprintf(stderr, "churn: %s: times not logged: on disk mtime %ld.%09ld ctime %ld.%09ld, stat before the shutdown %ld.%09ld / %ld.%09ld\n",
-				path, (long)disk.st_mtim.tv_sec, disk.st_mtim.tv_nsec,
-				(long)disk.st_ctim.tv_sec, disk.st_ctim.tv_nsec,
-				(long)mem[i].st_mtim.tv_sec, mem[i].st_mtim.tv_nsec,
-				(long)mem[i].st_ctim.tv_sec, mem[i].st_ctim.tv_nsec);
-			bad = 1;
-		}
+			snprintf(path, sizeof(path), "hog0");
+		bad |= times_on_disk(path, &mem[i], "churn");
 	}
 	printf("churn: %ld RWF_NOWAIT overwrites (%ld -EAGAIN) of %d files and a shared one over %d stalls of %d ms, %d syncfs() across them (at most %.2f s after the resume); time items queued %ld, started %ld, finished %ld; %s\n",
 	       ok, eagain, NTARGET, rounds, CHURN_STALL_MS, syncs,
@@ -933,7 +919,7 @@ static int check_churn(void)
 int main(void)
 {
 	unsigned int stall_ms = t_env_uint("TEST_STALL_MS", 3000, 500, 30000);
-	long q0, e0, q1, e1, q2, e2, ok = 0, eagain = 0, other = 0, ticks;
+	long q2, e2, ok = 0, eagain = 0, other = 0, ticks;
 	long hot_started, hot_running;
 	struct counts c0, ch, c1;
 	int i, try, created = 0, blocked = 0, min_ticks;
@@ -1031,10 +1017,6 @@ int main(void)
 	if (hot_running > 1)
 		fprintf(stderr, "one file's time items took %ld of the %d workers that may run at once, with the log stalled (at most one item of a file may run)\n",
 			hot_running, NHOG);
-	q0 = c0.queued;
-	e0 = c0.ended;
-	q1 = c1.queued;
-	e1 = c1.ended;
 
 	for (i = 0; i < NTARGET; i++) {
 		if (pthread_create(&writers[i].thread, NULL, writer_fn, &writers[i])) {
@@ -1073,7 +1055,8 @@ int main(void)
 		return T_EXIT_FAIL;
 	printf("%s: %ld RWF_NOWAIT overwrites of %d files in %.1f s, %ld -EAGAIN, %ld other, %ld mtime changes seen (at least %d per file); time items queued meanwhile %ld, finished %ld (the %d hogs' %ld queued, %ld finished)\n",
 	       fstype, ok, NTARGET, (t_now_ns() - start) / 1e9, eagain, other,
-	       ticks, min_ticks, q2 - q1, e2 - e1, NHOG, q1 - q0, e1 - e0);
+	       ticks, min_ticks, q2 - c1.queued, e2 - c1.ended, NHOG,
+	       c1.queued - c0.queued, c1.ended - c0.ended);
 	if (eagain || other) {
 		for (i = 0; i < created; i++)
 			if (writers[i].other)
@@ -1088,14 +1071,14 @@ int main(void)
 			ticks, min_ticks, MIN_TICKS);
 		return T_EXIT_FAIL;
 	}
-	if (e2 != e1) {
+	if (e2 != c1.ended) {
 		fprintf(stderr, "%ld time items finished with the target suspended: the log did not stall them, nothing judged\n",
-			e2 - e1);
+			e2 - c1.ended);
 		return T_EXIT_FAIL;
 	}
-	if (q2 - q1 > NTARGET) {
+	if (q2 - c1.queued > NTARGET) {
 		fprintf(stderr, "time work items piled up: %ld queued for %d files over %ld timestamp updates, with the log stalled (at most one waiting per file)\n",
-			q2 - q1, NTARGET, ticks);
+			q2 - c1.queued, NTARGET, ticks);
 		return T_EXIT_FAIL;
 	}
 	if (hot_running > 1)
