@@ -2,7 +2,7 @@
 /*
  * Description: a NOWAIT overwrite of cached data must succeed when the
  *		file's c/mtime are stale, on every mount, and its new times
- *		must be logged soon without an fsync. Five parts:
+ *		must be logged soon without an fsync. Six parts:
  *		- stale: in each NOWAIT mode (pwritev2 and io_uring with
  *		  RWF_NOWAIT), after the clock has ticked past the file's
  *		  times, a cached 4 KiB overwrite must complete (no -EAGAIN)
@@ -18,6 +18,11 @@
  *		  pwritev2(RWF_NOWAIT) caller never got through, an io_uring
  *		  write was punted once per inode load); patch 0048 bumps it
  *		  in memory and has the time item log it.
+ *		- versioned: such a write (on 6.12, where NOWAIT is refused,
+ *		  a plain io_uring write) to a file whose inode was read
+ *		  back after a remount, then syncfs(): the inode's change
+ *		  counter on the disk (read unmounted with xfs_db or
+ *		  debugfs) must have moved, so the bump reached the log.
  *		- logged (mounts without lazytime): after such a write (where
  *		  NOWAIT is refused, a plain io_uring write) and a short wait (TEST_STAMP_WAIT_MS, default 1000), the file
  *		  system is shut down with a log flush and no data or inode
@@ -221,6 +226,27 @@ static int find_mount(const char *path, char *mnt, char *dev, char *type,
 	return best ? 0 : -1;
 }
 
+static int unmount_test_fs(const char *mnt, const char *what)
+{
+	int i, ret;
+
+	for (i = 0; (ret = umount(mnt)) && errno == EBUSY && i < 50; i++)
+		usleep(100 * 1000);
+	if (ret)
+		fprintf(stderr, "%s: umount %s: %s\n", what, mnt, strerror(errno));
+	return ret ? 1 : 0;
+}
+
+static int mount_test_fs(const char *mnt, const char *dev, const char *type,
+			 const char *what)
+{
+	if (!mount(dev, mnt, type, lazytime ? MS_LAZYTIME : 0, NULL))
+		return 0;
+	fprintf(stderr, "%s: mount %s on %s (%s): %s; later tests will fail\n",
+		what, dev, mnt, type, strerror(errno));
+	return 1;
+}
+
 /*
  * @fsynced 0: wait, shut down with a log flush (the work item must have
  * logged the times). @fsynced 1: fsync right after the write, shut down
@@ -233,8 +259,7 @@ static int part_logged(int fsynced)
 	unsigned int wait_ms = t_env_uint("TEST_STAMP_WAIT_MS", 1000, 0, 60000);
 	uint32_t flags = fsynced ? T_GOING_FLAGS_NOLOGFLUSH : T_GOING_FLAGS_LOGFLUSH;
 	struct stat st, disk;
-	int fd, i, ret;
-
+	int fd, ret;
 
 	if (find_mount(t_test_dir(), mnt, dev, type, sizeof(mnt))) {
 		fprintf(stderr, "%s: cannot find the mount of %s\n", what, t_test_dir());
@@ -277,17 +302,8 @@ static int part_logged(int fsynced)
 		return 1;
 	}
 	close(fd);
-	for (i = 0; (ret = umount(mnt)) && errno == EBUSY && i < 50; i++)
-		usleep(100 * 1000);
-	if (ret) {
-		fprintf(stderr, "%s: umount %s: %s\n", what, mnt, strerror(errno));
+	if (unmount_test_fs(mnt, what) || mount_test_fs(mnt, dev, type, what))
 		return 1;
-	}
-	if (mount(dev, mnt, type, lazytime ? MS_LAZYTIME : 0, NULL)) {
-		fprintf(stderr, "%s: mount %s on %s (%s): %s; later tests will fail\n",
-			what, dev, mnt, type, strerror(errno));
-		return 1;
-	}
 	if (stat(path, &disk)) {
 		fprintf(stderr, "%s: stat %s after remount: %s\n", what, path, strerror(errno));
 		return 1;
@@ -307,6 +323,127 @@ static int part_logged(int fsynced)
 	else
 		printf("logged: the write's mtime and ctime were on disk after %u ms, a log flush and a shutdown\n",
 		       wait_ms);
+	return 0;
+}
+
+/*
+ * The change counter (i_version) of inode @ino as the unmounted @dev holds
+ * it, read with the file system's own debugger; 0 or -1 (printed).
+ */
+static int disk_iversion(const char *type, const char *dev, unsigned long ino,
+			 unsigned long long *v)
+{
+	char cmd[2 * PATH_MAX], line[512];
+	unsigned int hi, lo;
+	int xfs = !strcmp(type, "xfs"), found = 0;
+	FILE *p;
+
+	if (xfs)
+		snprintf(cmd, sizeof(cmd),
+			 "xfs_db -r -c 'inode %lu' -c 'print v3.change_count' %s 2>&1",
+			 ino, dev);
+	else
+		snprintf(cmd, sizeof(cmd), "debugfs -R 'stat <%lu>' %s 2>&1", ino, dev);
+	p = popen(cmd, "r");
+	if (!p) {
+		perror("versioned: popen");
+		return -1;
+	}
+	while (!found && fgets(line, sizeof(line), p)) {
+		const char *s = strstr(line, "Version: 0x");
+
+		if (xfs) {
+			found = sscanf(line, "v3.change_count = %llu", v) == 1;
+		} else if (s) {
+			/* "0xHI:LO" with a large inode, "0xLO" without. */
+			if (sscanf(s, "Version: 0x%x:%x", &hi, &lo) == 2)
+				*v = (unsigned long long)hi << 32 | lo;
+			else
+				*v = strtoull(s + 9, NULL, 16);
+			found = 1;
+		}
+	}
+	if (pclose(p) || !found) {
+		fprintf(stderr, "versioned: no change counter from: %s\n", cmd);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A NOWAIT overwrite of a file whose inode was just read from the disk
+ * (ext4 and XFS mark its i_version queried) must change the inode's change
+ * counter on the disk by the time syncfs() returns: the bump that an NFS
+ * client's change attribute relies on, logged. On 6.12, which refuses the
+ * NOWAIT write, a plain io_uring write shows the check passing.
+ */
+static int part_versioned(void)
+{
+	const char *what = "versioned";
+	char path[PATH_MAX], mnt[PATH_MAX], dev[PATH_MAX], type[PATH_MAX];
+	static unsigned char all[FSIZE];
+	unsigned long long v0, v1;
+	struct stat st;
+	unsigned long ino;
+	int fd, ret;
+
+	if (find_mount(t_test_dir(), mnt, dev, type, sizeof(mnt))) {
+		fprintf(stderr, "%s: cannot find the mount of %s\n", what, t_test_dir());
+		return 1;
+	}
+	if (strcmp(type, "xfs") && strcmp(type, "ext4")) {
+		printf("%s: not run on %s (no change counter reader)\n", what, type);
+		return 0;
+	}
+	fd = new_file("nowait-stamp-versioned", path, sizeof(path));
+	if (fd < 0)
+		return 1;
+	if (fstat(fd, &st)) {
+		perror("versioned: fstat");
+		close(fd);
+		return 1;
+	}
+	ino = (unsigned long)st.st_ino;
+	close(fd);
+	if (unmount_test_fs(mnt, what))
+		return 1;
+	ret = disk_iversion(type, dev, ino, &v0);
+	if (mount_test_fs(mnt, dev, type, what) || ret)
+		return 1;
+	fd = open(path, O_RDWR | O_NOATIME);
+	if (fd < 0 || pread(fd, all, FSIZE, 0) != FSIZE) {
+		perror(path);
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	t_next_tick();
+	t_fill_pattern(buf, WLEN, 2 * WLEN, 30);
+	ret = t_wmode_write(&ring, T_URING_NOWAIT, fd, buf, WLEN, 2 * WLEN, 0);
+	if (ret == -EAGAIN || ret == -EOPNOTSUPP) {
+		printf("%s: NOWAIT refused (%s): checking a plain io_uring write instead\n",
+		       what, t_errno_name((int)-ret));
+		ret = t_wmode_write(&ring, T_URING, fd, buf, WLEN, 2 * WLEN, 0);
+	}
+	if (ret != WLEN || syncfs(fd)) {
+		fprintf(stderr, "%s: write returned %d, or syncfs failed\n", what, ret);
+		close(fd);
+		return 1;
+	}
+	close(fd);
+	if (unmount_test_fs(mnt, what))
+		return 1;
+	ret = disk_iversion(type, dev, ino, &v1);
+	if (mount_test_fs(mnt, dev, type, what) || ret)
+		return 1;
+	unlink(path);
+	if (v1 <= v0) {
+		fprintf(stderr, "%s: the change counter on the disk did not move: %llu before the write, %llu after it and syncfs\n",
+			what, v0, v1);
+		return 1;
+	}
+	printf("%s: the change counter on the disk moved from %llu to %llu across the write and syncfs\n",
+	       what, v0, v1);
 	return 0;
 }
 
@@ -426,6 +563,7 @@ int main(void)
 
 	bad |= part_stale();
 	bad |= part_loaded();
+	bad |= part_versioned();
 	bad |= part_privs();
 	/*
 	 * TEST_STAMP_FORCE_LOGGED=1 runs the logged part on a lazytime mount
