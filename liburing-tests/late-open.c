@@ -15,13 +15,16 @@
  * caches (drop_caches 3, which evicts the inode), then opened read-only
  * again. Four reader threads read whole 4 KiB slots in a loop through it:
  * pread(2), io_uring reads, O_DIRECT pread(2) and splice(2) into a pipe
- * (on XFS the last two enter the gate when there is one). The file is
- * opened O_RDWR before the readers start (odd cycles) or once they are
- * reading (even cycles), and two io_uring writers overwrite their own
- * slots with a stamp in every word (stamp.h). The O_DIRECT and splice
- * readers stop before the writers start: an overwriter that meets direct
- * I/O in the gate takes the IOLOCK_EXCL path, and one that keeps meeting
- * splice readers there may end in io-wq, punts this test is not about.
+ * (on XFS the O_DIRECT one enters the gate when there is one; splice
+ * readers did too until patch 0050). The file is opened O_RDWR before the
+ * readers start (odd cycles) or once they are reading (even cycles), and
+ * two io_uring writers overwrite their own slots with a stamp in every
+ * word (stamp.h). The O_DIRECT reader stops before the writers start: an
+ * overwriter that meets direct I/O in the gate takes the IOLOCK_EXCL
+ * path, a punt this test is not about. The splice reader goes on beside
+ * the writers (with 49 patches, where it entered the gate, a writer that
+ * kept meeting it there went to io-wq after eight waits, in about one
+ * cycle of 40).
  * Asserted:
  *  - after an open before the readers (the IOLOCK free: the open
  *    installs the state) no io_uring write is punted to io-wq; after an
@@ -32,8 +35,11 @@
  *    writer's first write is done, none may be punted;
  *  - on XFS no read holds more than one stamp (XFS
  *    serializes buffered reads against writes; ext4 never promised it,
- *    so there torn reads are only reported); on every fs a read is full
- *    length and every stamp it holds is one written to that slot;
+ *    so there torn reads are only reported, as are the splice reader's
+ *    everywhere: the pipe holds references to the page cache, read when
+ *    the reader drains it, after the IOLOCK is dropped, on 6.12 too); on
+ *    every fs a read is full length and every stamp it holds is one
+ *    written to that slot;
  *  - after each cycle every slot holds the last stamp written to it.
  * The file open for writing is closed among the readers in even cycles
  * and after them in odd ones.
@@ -145,10 +151,16 @@ static int read_slot(struct reader *r, struct io_uring *ring, int *pipefd,
 	return n;
 }
 
-/* Readers that enter XFS's gate (with the overwrite state installed). */
-static int gate_reader(enum rkind kind)
+/* Readers that stop before the writers start: direct I/O. */
+static int stops_early(enum rkind kind)
 {
-	return kind == R_DIRECT || kind == R_SPLICE;
+	return kind == R_DIRECT;
+}
+
+/* Readers whose torn reads XFS is held to (the splice reader's are not). */
+static int judged_torn(enum rkind kind)
+{
+	return kind != R_SPLICE;
 }
 
 static void *reader_fn(void *arg)
@@ -175,7 +187,7 @@ static void *reader_fn(void *arg)
 		free(buf);
 		return NULL;
 	}
-	while (!stop && !r->failed && !(gate_reader(r->kind) && gate_stop)) {
+	while (!stop && !r->failed && !(stops_early(r->kind) && gate_stop)) {
 		unsigned int slot = next_rnd(&r->rnd) % NR_SLOTS;
 		const uint64_t *w = buf;
 		ssize_t n;
@@ -358,13 +370,11 @@ static int run_cycle(unsigned int c, unsigned long long *late_punts)
 		exit(T_EXIT_FAIL);
 	/*
 	 * An overwriter that meets direct I/O in the gate takes the
-	 * IOLOCK_EXCL path, and one that keeps meeting splice readers there
-	 * may end in io-wq (docs/design.md section 7): the readers that
-	 * enter the gate stop before the writers start.
+	 * IOLOCK_EXCL path (docs/design.md section 7): the O_DIRECT reader
+	 * stops before the writers start. The splice reader goes on.
 	 */
 	gate_stop = 1;
 	pthread_join(readers[R_DIRECT].thread, NULL);
-	pthread_join(readers[R_SPLICE].thread, NULL);
 	if (t_punts_read_ops(by_op0) < 0)
 		failed = 1;
 	pthread_barrier_init(&first_done, NULL, NR_WRITERS + 1);
@@ -394,11 +404,12 @@ static int run_cycle(unsigned int c, unsigned long long *late_punts)
 		close(wfd);
 	stop = 1;
 	for (i = 0; i < NR_RKINDS; i++) {
-		if (!gate_reader(i))
+		if (!stops_early(i))
 			pthread_join(readers[i].thread, NULL);
 		failed |= readers[i].failed;
 		reads += readers[i].reads;
-		torn += readers[i].torn;
+		if (judged_torn(i))
+			torn += readers[i].torn;
 	}
 	first = by_op_mid[IORING_OP_WRITE] - by_op0[IORING_OP_WRITE];
 	punts = by_op1[IORING_OP_WRITE] - by_op0[IORING_OP_WRITE];
@@ -422,8 +433,11 @@ static int run_cycle(unsigned int c, unsigned long long *late_punts)
 		close(wfd);
 	if (failed)
 		return 1;
+	if (readers[R_SPLICE].torn)
+		printf("  %llu torn splice reads, reported, not asserted; the first:\n%s",
+		       readers[R_SPLICE].torn, readers[R_SPLICE].first_bad);
 	if (torn) {
-		for (i = 0; !readers[i].torn; i++)
+		for (i = 0; !(judged_torn(i) && readers[i].torn); i++)
 			;
 		if (on_xfs) {
 			fprintf(stderr, "cycle %u: %llu torn reads on XFS; the first of the %s reader:\n%s",

@@ -56,6 +56,15 @@
  *		  EXT4_IOC_SHUTDOWN), remount: the mtime and ctime of every
  *		  target and of hog 0 (logged by the item handed on) must be
  *		  those stat showed before the shutdown.
+ *		- churn: see check_churn().
+ *		- splice, last: with the target suspended, a thread splices
+ *		  an uncached range of a file into a pipe and blocks in the
+ *		  read I/O; 16 plain io_uring overwrites of the file's cached
+ *		  range must all complete, without a punt, within 5 s while
+ *		  it is still blocked. XFS splice readers entered the
+ *		  overwrite gate until patch 0050, and the writes waited for
+ *		  the reader from task_work until the device resumed (16 of
+ *		  16 on the 49-patch series).
  *		A feature test: 6.12 refuses these writes (-EAGAIN on XFS,
  *		-EOPNOTSUPP on ext4). Runs on the default-mount configs; on
  *		a lazytime config it skips (such mounts queue no items).
@@ -121,6 +130,11 @@
 /* The churn part: how long, and each stall of the log in it. */
 #define CHURN_MS	4000
 #define CHURN_STALL_MS	150
+/* The splice part: a file of SPLICE_FSIZE, its second half spliced. */
+#define SPLICE_FSIZE	(1 << 20)
+#define SPLICE_LEN	(64 * 1024)
+#define SPLICE_WRITES	16
+#define SPLICE_WAIT_S	5
 
 static char loopdev[64];
 static int have_dm, mounted, suspended, triggers, meta_started;
@@ -916,6 +930,203 @@ static int check_churn(void)
 	return bad;
 }
 
+/* A reader that splices an uncached range into a pipe. */
+struct splicer {
+	pthread_t thread;
+	int fd;
+	atomic_int tid;
+	atomic_int done;
+	ssize_t ret;
+	int err;
+};
+
+static void *splice_fn(void *arg)
+{
+	struct splicer *sp = arg;
+	loff_t off = SPLICE_FSIZE / 2;
+	int p[2];
+
+	atomic_store(&sp->tid, (int)syscall(SYS_gettid));
+	if (pipe(p)) {
+		sp->ret = -1;
+		sp->err = errno;
+	} else {
+		sp->ret = splice(sp->fd, &off, p[1], NULL, SPLICE_LEN, 0);
+		sp->err = errno;
+		close(p[0]);
+		close(p[1]);
+	}
+	atomic_store(&sp->done, 1);
+	return NULL;
+}
+
+/* The state letter of thread @tid of this process ('D': uninterruptible). */
+static char task_state(int tid)
+{
+	char path[64], line[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	p = strrchr(line, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/*
+ * Splice, last: with the target suspended, a thread splices SPLICE_LEN
+ * bytes of a file's range that is not cached into a pipe and blocks in
+ * the read I/O, inside the file system's ->splice_read (XFS: holding
+ * IOLOCK_SHARED, and until patch 0050 inside the overwrite gate, as a
+ * reader); then SPLICE_WRITES plain io_uring overwrites of the file's
+ * cached range must all complete, without a punt, while that reader is
+ * still blocked. The splice reader orders nothing about the data it puts
+ * in the pipe (references to page cache folios, read when the pipe is
+ * drained), so it must not hold writers up. With the reader in the gate
+ * the writes waited for it, from task_work, until the device came back;
+ * 6.12 XFS punts them, and its io-wq workers wait for IOLOCK_EXCL.
+ */
+static int check_splice(void)
+{
+	static unsigned char buf[SPLICE_FSIZE];
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	struct splicer sp;
+	long punts0, punts1, cached;
+	int fd, i, ret, done = 0, failed = 0, bad = 0, started = 0, submitted = 0;
+	char state = '?';
+	uint64_t start;
+
+	memset(&sp, 0, sizeof(sp));
+	t_fill_pattern(buf, SPLICE_FSIZE, 0, 7);
+	fd = open(MNT "/splice", O_CREAT | O_RDWR | O_TRUNC, 0644);
+	/*
+	 * Written SPLICE_LEN at a time, so that no large folio spans the
+	 * two halves (XFS makes folios as large as a write) and the second
+	 * can be dropped alone.
+	 */
+	for (i = 0; fd >= 0 && i < SPLICE_FSIZE / SPLICE_LEN; i++)
+		if (pwrite(fd, buf + i * SPLICE_LEN, SPLICE_LEN,
+			   (off_t)i * SPLICE_LEN) != SPLICE_LEN)
+			break;
+	if (fd < 0 || i < SPLICE_FSIZE / SPLICE_LEN ||
+	    fsync(fd) || pread(fd, buf, SPLICE_FSIZE, 0) != SPLICE_FSIZE ||
+	    posix_fadvise(fd, SPLICE_FSIZE / 2, SPLICE_FSIZE / 2,
+			  POSIX_FADV_DONTNEED)) {
+		perror(MNT "/splice");
+		return 1;
+	}
+	sp.fd = fd;
+	cached = t_cached_pages(fd, SPLICE_FSIZE / 2, SPLICE_FSIZE / 2);
+	if (cached) {
+		fprintf(stderr, "splice: %ld pages of the range to splice still cached after POSIX_FADV_DONTNEED: nothing judged\n",
+			cached);
+		return 1;
+	}
+	if (io_uring_queue_init(SPLICE_WRITES, &ring, 0)) {
+		fprintf(stderr, "splice: io_uring_queue_init failed\n");
+		return 1;
+	}
+	/* One write first: the file in io_uring use, its state set up. */
+	if (t_uring_pwrite(&ring, fd, buf, WLEN, 0, 0) != WLEN ||
+	    t_punts_start()) {
+		io_uring_queue_exit(&ring);
+		return 1;
+	}
+	punts0 = t_punts_read();
+	if (start_watchdog() ||
+	    sh(DM_ENV "dmsetup suspend --noflush --noudevsync " DM_NAME)) {
+		bad = 1;
+		goto out;
+	}
+	suspended = 1;
+	if (pthread_create(&sp.thread, NULL, splice_fn, &sp)) {
+		perror("pthread_create");
+		bad = 1;
+		goto resume;
+	}
+	started = 1;
+	/* Blocked in the read I/O: sleeping uninterruptibly (max 10 s). */
+	for (i = 0; i < 1000 && !atomic_load(&sp.done); i++) {
+		if (atomic_load(&sp.tid) &&
+		    (state = task_state(atomic_load(&sp.tid))) == 'D')
+			break;
+		msleep(10);
+	}
+	if (state != 'D') {
+		fprintf(stderr, "splice: the splice reader did not block in its read with the device suspended (%s, state %c): nothing judged\n",
+			atomic_load(&sp.done) ? "returned" : "still running", state);
+		bad = 1;
+		goto resume;
+	}
+	for (i = 0; i < SPLICE_WRITES; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+		io_uring_prep_write(sqe, fd, buf + (i + 1) * WLEN, WLEN,
+				    (off_t)(i + 1) * WLEN);
+		sqe->user_data = i;
+	}
+	ret = io_uring_submit(&ring);
+	submitted = ret > 0 ? ret : 0;
+	if (ret != SPLICE_WRITES) {
+		fprintf(stderr, "splice: io_uring_submit: %d\n", ret);
+		bad = 1;
+		goto resume;
+	}
+	start = t_now_ns();
+	while (done < SPLICE_WRITES &&
+	       t_now_ns() - start < SPLICE_WAIT_S * 1000000000ULL) {
+		struct __kernel_timespec ts = { 0, 100 * 1000000 };
+
+		if (io_uring_wait_cqe_timeout(&ring, &cqe, &ts))
+			continue;
+		if (cqe->res != WLEN)
+			failed++;
+		io_uring_cqe_seen(&ring, cqe);
+		done++;
+	}
+	punts1 = t_punts_read();
+	if (atomic_load(&sp.done)) {
+		fprintf(stderr, "splice: the splice reader returned with the device suspended: nothing judged\n");
+		bad = 1;
+	} else if (done < SPLICE_WRITES) {
+		fprintf(stderr, "splice: %d of %d io_uring overwrites of cached data waited %d s for a splice reader blocked in its read of another range (%ld punted)\n",
+			SPLICE_WRITES - done, SPLICE_WRITES, SPLICE_WAIT_S,
+			punts1 - punts0);
+		bad = 1;
+	} else if (failed || punts1 != punts0) {
+		fprintf(stderr, "splice: beside a splice reader blocked in its read, %d of %d io_uring overwrites failed and %ld were punted to io-wq\n",
+			failed, SPLICE_WRITES, punts1 - punts0);
+		bad = 1;
+	}
+resume:
+	if (resume())
+		bad = 1;
+	if (started)
+		pthread_join(sp.thread, NULL);
+	while (done < submitted && !io_uring_wait_cqe(&ring, &cqe)) {
+		io_uring_cqe_seen(&ring, cqe);
+		done++;
+	}
+	if (!bad && started && sp.ret != SPLICE_LEN) {
+		fprintf(stderr, "splice: the splice returned %zd (%s) after the device resumed\n",
+			sp.ret, sp.ret < 0 ? t_errno_name(sp.err) : "short");
+		bad = 1;
+	}
+	if (!bad)
+		printf("splice: %d io_uring overwrites of cached data completed without a punt while a splice reader of the same file was blocked in its read I/O\n",
+		       SPLICE_WRITES);
+out:
+	t_punts_stop();
+	io_uring_queue_exit(&ring);
+	close(fd);
+	return bad;
+}
+
 int main(void)
 {
 	unsigned int stall_ms = t_env_uint("TEST_STALL_MS", 3000, 500, 30000);
@@ -1096,5 +1307,7 @@ int main(void)
 		return T_EXIT_FAIL;
 	if (check_logged())
 		return T_EXIT_FAIL;
-	return check_churn() ? T_EXIT_FAIL : T_EXIT_PASS;
+	if (check_churn())
+		return T_EXIT_FAIL;
+	return check_splice() ? T_EXIT_FAIL : T_EXIT_PASS;
 }

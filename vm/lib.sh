@@ -12,7 +12,7 @@ FLAVOURS="baseline patched debug"
 # Built and booted only when asked for by name: the series plus the
 # deliberately wrong patches in kernel/broken/, which the tests must catch
 # (vm/test-the-tests), and the series with KCSAN (kernel/config/kcsan.config).
-BROKEN_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin broken-source broken-read broken-pileup broken-sharedwq broken-handoff"
+BROKEN_FLAVOURS="broken broken-tear broken-copy broken-stamp broken-log broken-wait broken-mark broken-map broken-share broken-pin broken-source broken-read broken-pileup broken-sharedwq broken-handoff broken-iversion broken-nosec broken-splice"
 EXTRA_FLAVOURS="$BROKEN_FLAVOURS kcsan"
 
 # The deliberately wrong patch of each broken flavour (a glob in
@@ -34,6 +34,9 @@ broken_patch() {
 	broken-pileup) echo "0013-*.patch" ;;	# a time item queued for every update
 	broken-sharedwq) echo "0014-*.patch" ;;	# one time workqueue for all file systems
 	broken-handoff) echo "0015-*.patch" ;;	# every time item runs, one inode's beside another
+	broken-iversion) echo "0016-*.patch" ;;	# NOWAIT writers never bump a queried i_version
+	broken-nosec) echo "0017-*.patch" ;;	# ext4 inodes not S_NOSEC when read
+	broken-splice) echo "0018-*.patch" ;;	# XFS splice readers in the overwrite gate
 	esac
 }
 PROG=$(basename "$0")
