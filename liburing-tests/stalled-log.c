@@ -56,7 +56,12 @@
  *		  EXT4_IOC_SHUTDOWN), remount: the mtime and ctime of every
  *		  target and of hog 0 (logged by the item handed on) must be
  *		  those stat showed before the shutdown.
- *		- churn: see check_churn().
+ *		- churn, after the remount: 8 writers overwrite, with
+ *		  RWF_NOWAIT, their own file and one shared file for 4 s
+ *		  while the target is suspended for 150 ms again and again,
+ *		  a syncfs() across every other stall; every item must
+ *		  finish, and every file's times be on disk after a log
+ *		  flush and a shutdown.
  *		- splice, last: with the target suspended, a thread splices
  *		  an uncached range of a file into a pipe and blocks in the
  *		  read I/O; 16 plain io_uring overwrites of the file's cached
