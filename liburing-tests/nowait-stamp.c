@@ -161,10 +161,48 @@ static int part_stale(void)
 	return bad;
 }
 
+/*
+ * Open @path again with O_NOATIME (no atime transaction logs the inode
+ * first) and read it back whole, so that its pages are cached: fd or -1.
+ */
+static int reopen_cached(const char *path)
+{
+	static unsigned char all[FSIZE];
+	int fd = open(path, O_RDWR | O_NOATIME);
+
+	if (fd < 0 || pread(fd, all, FSIZE, 0) != FSIZE) {
+		perror(path);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * A tick later, one io_uring NOWAIT overwrite at @off; where NOWAIT is
+ * refused (6.12), a plain io_uring write instead, so that the check that
+ * follows is seen to pass there. Returns res.
+ */
+static int nowait_or_plain_write(int fd, off_t off, uint32_t gen,
+				 const char *what)
+{
+	int ret;
+
+	t_next_tick();
+	t_fill_pattern(buf, WLEN, off, gen);
+	ret = t_wmode_write(&ring, T_URING_NOWAIT, fd, buf, WLEN, off, 0);
+	if (ret == -EAGAIN || ret == -EOPNOTSUPP) {
+		printf("%s: NOWAIT refused (%s): checking a plain io_uring write instead\n",
+		       what, t_errno_name((int)-ret));
+		ret = t_wmode_write(&ring, T_URING, fd, buf, WLEN, off, 0);
+	}
+	return ret;
+}
+
 static int part_loaded(void)
 {
 	static const enum t_wmode modes[] = { T_URING_NOWAIT, T_PWRITEV2_NOWAIT };
-	static unsigned char all[FSIZE];
 	char path[PATH_MAX];
 	struct stat st;
 	unsigned int i;
@@ -177,13 +215,9 @@ static int part_loaded(void)
 		close(fd);
 		if (t_drop_caches())
 			return 1;
-		fd = open(path, O_RDWR | O_NOATIME);
-		if (fd < 0 || pread(fd, all, FSIZE, 0) != FSIZE) {
-			perror(path);
-			if (fd >= 0)
-				close(fd);
+		fd = reopen_cached(path);
+		if (fd < 0)
 			return 1;
-		}
 		bad = stale_write(fd, path, modes[i], WLEN, 20 + i,
 				  "loaded (inode read from the disk)", &st);
 		close(fd);
@@ -270,17 +304,9 @@ static int part_logged(int fsynced)
 		return 1;
 	/*
 	 * The NOWAIT write whose times a work item logs; where NOWAIT is
-	 * refused (6.12), the blocking write that logs them itself, so that
-	 * the check itself is seen to pass there.
+	 * refused (6.12), the blocking write that logs them itself.
 	 */
-	t_next_tick();
-	t_fill_pattern(buf, WLEN, 0, 9);
-	ret = t_wmode_write(&ring, T_URING_NOWAIT, fd, buf, WLEN, 0, 0);
-	if (ret == -EAGAIN || ret == -EOPNOTSUPP) {
-		printf("%s: NOWAIT refused (%s): checking a plain io_uring write instead\n",
-		       what, t_errno_name((int)-ret));
-		ret = t_wmode_write(&ring, T_URING, fd, buf, WLEN, 0, 0);
-	}
+	ret = nowait_or_plain_write(fd, 0, 9, what);
 	if (ret != WLEN || fstat(fd, &st)) {
 		fprintf(stderr, "%s: write returned %d\n", what, ret);
 		close(fd);
@@ -371,6 +397,23 @@ static int disk_iversion(const char *type, const char *dev, unsigned long ino,
 }
 
 /*
+ * Unmount the test file system, read inode @ino's change counter from
+ * @dev into @v, mount it again: 0 or 1 (printed).
+ */
+static int counter_remounted(const char *mnt, const char *dev,
+			     const char *type, unsigned long ino,
+			     unsigned long long *v)
+{
+	const char *what = "versioned";
+	int ret;
+
+	if (unmount_test_fs(mnt, what))
+		return 1;
+	ret = disk_iversion(type, dev, ino, v);
+	return mount_test_fs(mnt, dev, type, what) || ret ? 1 : 0;
+}
+
+/*
  * A NOWAIT overwrite of a file whose inode was just read from the disk
  * (ext4 and XFS mark its i_version queried) must change the inode's change
  * counter on the disk by the time syncfs() returns: the bump that an NFS
@@ -381,7 +424,6 @@ static int part_versioned(void)
 {
 	const char *what = "versioned";
 	char path[PATH_MAX], mnt[PATH_MAX], dev[PATH_MAX], type[PATH_MAX];
-	static unsigned char all[FSIZE];
 	unsigned long long v0, v1;
 	struct stat st;
 	unsigned long ino;
@@ -405,36 +447,19 @@ static int part_versioned(void)
 	}
 	ino = (unsigned long)st.st_ino;
 	close(fd);
-	if (unmount_test_fs(mnt, what))
+	if (counter_remounted(mnt, dev, type, ino, &v0))
 		return 1;
-	ret = disk_iversion(type, dev, ino, &v0);
-	if (mount_test_fs(mnt, dev, type, what) || ret)
+	fd = reopen_cached(path);
+	if (fd < 0)
 		return 1;
-	fd = open(path, O_RDWR | O_NOATIME);
-	if (fd < 0 || pread(fd, all, FSIZE, 0) != FSIZE) {
-		perror(path);
-		if (fd >= 0)
-			close(fd);
-		return 1;
-	}
-	t_next_tick();
-	t_fill_pattern(buf, WLEN, 2 * WLEN, 30);
-	ret = t_wmode_write(&ring, T_URING_NOWAIT, fd, buf, WLEN, 2 * WLEN, 0);
-	if (ret == -EAGAIN || ret == -EOPNOTSUPP) {
-		printf("%s: NOWAIT refused (%s): checking a plain io_uring write instead\n",
-		       what, t_errno_name((int)-ret));
-		ret = t_wmode_write(&ring, T_URING, fd, buf, WLEN, 2 * WLEN, 0);
-	}
+	ret = nowait_or_plain_write(fd, 2 * WLEN, 30, what);
 	if (ret != WLEN || syncfs(fd)) {
 		fprintf(stderr, "%s: write returned %d, or syncfs failed\n", what, ret);
 		close(fd);
 		return 1;
 	}
 	close(fd);
-	if (unmount_test_fs(mnt, what))
-		return 1;
-	ret = disk_iversion(type, dev, ino, &v1);
-	if (mount_test_fs(mnt, dev, type, what) || ret)
+	if (counter_remounted(mnt, dev, type, ino, &v1))
 		return 1;
 	unlink(path);
 	if (v1 <= v0) {
