@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # Guest side of bench/fio-batch: the 4-writer QD 32 cell (random 4 KiB
-# overwrites of a cached 32 MiB file) three ways, to see whether fio and
+# overwrites of a cached 32 MiB file) six ways (below), to see whether fio and
 # uring-overwrite disagree because of how they batch submissions:
 #   ours        uring-overwrite -t 4 -q 32: fills the queue, then one
 #               io_uring_enter() for the batch

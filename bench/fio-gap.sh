@@ -7,8 +7,8 @@
 # files prepared four ways, ROUNDS times, and print one line per run:
 #   GAP <fs> <prep> <engine> <iops> <punts> <round>
 # prep:
-#   fio-layout      fio creates and lays out its own file (what the matrix
-#                   does), then drops it from the page cache (invalidate=1,
+#   fio-layout      fio creates and lays out its own file (what the matrix did
+#                   before 2026-12-04), then drops it from the page cache (invalidate=1,
 #                   fio's default) before the job
 #   fio-cached      the same file, kept in the page cache (invalidate=0)
 #   bench-cached    the file uring-overwrite prepares for its own cells
