@@ -594,6 +594,12 @@ static int test_round(const struct round *r, unsigned int round_no)
 	fflush(stdout);
 	if (failed)
 		return 1;
+	/* A kind of reader that read nothing checked no read against writes. */
+	if ((nr_uring_r && !reads[1]) || (cfg.readers > nr_uring_r && !reads[0])) {
+		fprintf(stderr, "  no %s read completed in the round\n",
+			nr_uring_r && !reads[1] ? "io_uring" : "pread");
+		return 1;
+	}
 
 	if (check_final())
 		ret = 1;

@@ -476,7 +476,7 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 	unsigned int i;
 	char what[128];
 	long punts;
-	int err = 0;
+	int err = 0, ret;
 
 	snprintf(what, sizeof(what), "threads %u qd %u%s%s%s", threads, qd,
 		 with_contender ? " + pwrite contender" : "",
@@ -514,7 +514,11 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 	for (i = 0; with_readers && i < READERS; i++) {
 		memset(&rd[i], 0, sizeof(rd[i]));
 		rd[i].seed = rand_r(seed);
-		pthread_create(&rd[i].thread, NULL, reader, &rd[i]);
+		ret = pthread_create(&rd[i].thread, NULL, reader, &rd[i]);
+		if (ret) {
+			fprintf(stderr, "pthread_create: %s\n", strerror(ret));
+			return -1;
+		}
 	}
 	for (i = 0; i < threads; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
@@ -525,7 +529,11 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 		w[i].qd = qd;
 		w[i].slice = i;
 		w[i].seed = rand_r(seed);
-		pthread_create(&w[i].thread, NULL, writer, &w[i]);
+		ret = pthread_create(&w[i].thread, NULL, writer, &w[i]);
+		if (ret) {
+			fprintf(stderr, "pthread_create: %s\n", strerror(ret));
+			return -1;
+		}
 	}
 	for (i = 0; i < threads; i++) {
 		pthread_join(w[i].thread, NULL);
@@ -544,6 +552,10 @@ static int run(unsigned int threads, unsigned int qd, int with_contender,
 		printf("reader %u: %lu reads of 64 KiB\n", i, rd[i].reads);
 		if (rd[i].err) {
 			fprintf(stderr, "reader %u: %s\n", i, strerror(rd[i].err));
+			err = 1;
+		} else if (!rd[i].reads) {
+			/* Then the writers met no reader: not the run asked for. */
+			fprintf(stderr, "reader %u read nothing while the writers ran\n", i);
 			err = 1;
 		}
 	}
