@@ -99,6 +99,7 @@
 #define MAX_THREADS	8
 #define MAX_REPORT	4
 #define XFS_MAGIC	0x58465342
+#define EXT4_MAGIC	0xEF53
 
 #define ID_DIO		4
 #define ID_MMAP		5
@@ -1364,6 +1365,17 @@ int main(void)
 	}
 	on_xfs = sfs.f_type == XFS_MAGIC;
 	probe();
+	/*
+	 * ext4 and XFS take both: there a missing attacker is a failure, not
+	 * a torture with fewer detectors (elsewhere, e.g. the host's tmpfs
+	 * of the selftest, it is only named in the header line).
+	 */
+	if ((on_xfs || sfs.f_type == EXT4_MAGIC) && (no_dio[0] || !can_punch)) {
+		fprintf(stderr, "%s: the O_DIRECT or punch attacker cannot run (%s%s%s)\n",
+			t_test_fs(), no_dio, no_dio[0] && !can_punch ? "; " : "",
+			can_punch ? "" : no_punch);
+		return T_EXIT_FAIL;
+	}
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_sigbus;

@@ -88,12 +88,14 @@ run_one() {
 	# A skip (exit 77) passes only where the expectations list it with
 	# its reason: a case that cannot run is not a case that passed.
 	case "$rc/$want" in
-	124/any | 137/any) echo "not ok $n - $label: timed out after ${TEST_TIMEOUT}s"; return 1 ;;
+	124/* | 137/*) echo "not ok $n - $label: timed out after ${TEST_TIMEOUT}s"; return 1 ;;
+	# Killed by a signal or not run at all: never an expected outcome.
+	12[6-9]/* | 1[3-9][0-9]/* | 2[0-9][0-9]/*)
+		echo "not ok $n - $label: exit status $rc (a signal or an exec failure, not a test result)"; return 1 ;;
 	*/any) echo "ok $n - $label # SKIP outcome not judged here (exit $rc): $reason" ;;
 	77/skip) echo "ok $n - $label # SKIP $reason" ;;
 	77/*) echo "not ok $n - $label: skipped (exit 77), and the expectations list no skip here"; return 1 ;;
 	*/skip) echo "not ok $n - $label: expected to skip with /$reason/ but exited $rc"; return 1 ;;
-	124/* | 137/*) echo "not ok $n - $label: timed out after ${TEST_TIMEOUT}s"; return 1 ;;
 	0/pass) echo "ok $n - $label" ;;
 	0/fail) echo "not ok $n - $label: expected to fail on $FLAVOUR/$FS but passed"; return 1 ;;
 	*/fail) echo "not ok $n - $label # TODO expected failure on $FLAVOUR (exit $rc)" ;;
