@@ -130,7 +130,11 @@ def fio_method(d):
         return ("fio runs every cell that has a twin on a file prefilled as "
                 "ours is (written, fsynced, read back; `overwrite=1` keeps "
                 "it), once cached (`invalidate=0`) and once dropped from the "
-                "cache when fio opens it (`invalidate=1`, fio's default).")
+                "cache when fio opens it (`invalidate=1`, fio's default). "
+                "fio keeps its default submission (`iodepth_batch_submit=1`: "
+                "one `io_uring_enter()` per I/O), where our tool submits what "
+                "its queue has room for in one call (the SQEs-per-submit "
+                "column); bench/fio-batch measures fio batched like ours.")
     return ("fio ran every cell that has a twin on a file of its own making "
             "(this run predates the prefilled twins), once with "
             "`invalidate=0` (\"cached\") and once with `invalidate=1` "
@@ -153,7 +157,21 @@ def lat(v):
 
 
 def rx(v):
-    return "-" if v is None else "{:.2f}x".format(v)
+    """A ratio; three decimals within 1% of 1, where two would print a
+    "faster" or "slower" cell as 1.00x."""
+    if v is None:
+        return "-"
+    return "{:.3f}x".format(v) if abs(v - 1) < 0.01 else "{:.2f}x".format(v)
+
+
+def vshow(v, r):
+    """A verdict as the summary prints it: bold, and tagged when the
+    effect is under 1% (the A/A band can be narrower than that under
+    instruction counting, and such verdicts have flipped between runs)."""
+    if v not in ("faster", "slower"):
+        return v
+    small = r is not None and abs(r - 1) < 0.01
+    return "**{}**{}".format(v, " (<1%)" if small else "")
 
 
 def spread(s, f=num):
@@ -376,13 +394,17 @@ def main():
         how = ("the three kernels of a round (baseline, patched, baseline "
                "again) boot at the same time, one guest each, on the "
                "host's CPUs above (with fewer host CPUs than vCPUs in all, "
-               "the guests take turns, and each guest's timings include "
-               "the time it waits for a host CPU); they run the same cells "
+               "the guests take turns{}); they run the same cells "
                "in the same order at about the same time, so that the "
                "host's noise, the other guests included, falls on all "
                "three alike; they start within milliseconds of each "
                "other, in a launch order that changes from round to "
-               "round")
+               "round").format(
+                   ", which under instruction counting no figure sees: a "
+                   "guest's clock advances only with its own instructions"
+                   if a.accel == "tcg-icount" else
+                   ", and each guest's timings include the time it waits "
+                   "for a host CPU")
     else:
         how = ("the kernels boot one after another, in an order that "
                "changes from round to round")
@@ -408,9 +430,15 @@ def main():
       "**faster** or **slower** only when the two kernels' min-max ranges "
       "do not overlap and the ratio lies outside the A/A band; otherwise "
       "it is \"no change\", "
-      "whatever the ratio's sign. Punts per 1000 writes (and per 1000 "
+      "whatever the ratio's sign; \"(<1%)\" marks a verdict on an effect "
+      "under 1%, which the A/A band can call under instruction counting "
+      "and which has flipped between runs (ratios within 1% of 1 get three "
+      "decimals). Punts per 1000 writes (and per 1000 "
       "reads) are counted by opcode by a hist trigger on "
-      "`io_uring:io_uring_queue_async_work` and do not depend on speed. "
+      "`io_uring:io_uring_queue_async_work`; they do not depend on the "
+      "host's speed, but a punt per timestamp tick (6.12's XFS punts about "
+      "one a tick, 250 a second at HZ=250, where it punts at all) makes the "
+      "rate per 1000 writes fall as the kernel writes faster. "
       "Submission latency is one sample per `io_uring_submit()` call; "
       "percentiles come from histograms with 64 buckets per power of two "
       "(at most 1.6% high). " + fio_method(d))
@@ -471,9 +499,10 @@ def main():
             if tools == "differ":
                 differ.append((c, fs, v, r, fv, fr))
             w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} -> {} | {} |"
-              .format(c, fs, rx(r), rx(aa), "**{}**".format(v)
-                      if v in ("faster", "slower") else v, rx(fr), fv,
-                      rx(dr), dv, num(pb.median, "{:.1f}"),
+              .format(c, fs, rx(r), rx(aa), vshow(v, r), rx(fr),
+                      vshow(fv, fr).replace("**", ""),
+                      rx(dr), vshow(dv, dr).replace("**", ""),
+                      num(pb.median, "{:.1f}"),
                       num(pp.median, "{:.1f}"), tools))
     w("")
     if differ:
@@ -524,7 +553,7 @@ def main():
         wk = "write " if iops_q == "w_iops" else ""
         w("| fs | {}IOPS base | {}IOPS patched | ratio | A/A band | verdict | "
           "punts/1000 writes base / patched | io-wq workers | "
-          "submit p50 | submit p99 | complete p99 | CPU us/write | "
+          "submit p50 | submit p99 | complete p99 | CPU us/write (all threads, reads too) | "
           "SQEs per submit |".format(wk, wk))
         w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         mixed = False
