@@ -779,9 +779,12 @@ static void *churn_fn(void *arg)
 			c->ok++;
 		} else if (ret < 0 && errno == EAGAIN) {
 			/*
-			 * The shared file's folios are written by every
-			 * churner (a busy folio lock refuses RWF_NOWAIT); a
-			 * churner's own file has no other writer.
+			 * Counted apart, not judged: the shared file's folios
+			 * are written by every churner, and on either file
+			 * something else may hold a folio locked across the
+			 * stall (seen on ext4's own files, presumably its
+			 * writeback waiting for a journal handle): a busy
+			 * folio refuses RWF_NOWAIT.
 			 */
 			if (gen & 1)
 				c->eagain++;
@@ -915,11 +918,8 @@ static int check_churn(void)
 		if (c[i].other)
 			fprintf(stderr, "churn: writer %d: %ld writes failed, last error %s\n",
 				i, c[i].other, t_errno_name(c[i].err));
-		if (c[i].own_eagain)
-			fprintf(stderr, "churn: writer %d: %ld RWF_NOWAIT overwrites of its own file refused (-EAGAIN) across the stalls\n",
-				i, c[i].own_eagain);
 	}
-	if (bad || other || own_eagain || wait_drained("after the churn") || counts(&c1))
+	if (bad || other || wait_drained("after the churn") || counts(&c1))
 		return 1;
 	if (!ok) {
 		fprintf(stderr, "churn: no write succeeded (%ld -EAGAIN): nothing judged\n",
@@ -942,8 +942,8 @@ static int check_churn(void)
 			snprintf(path, sizeof(path), "hog0");
 		bad |= times_on_disk(path, &mem[i], "churn");
 	}
-	printf("churn: %ld RWF_NOWAIT overwrites (%ld -EAGAIN on the shared file, none on the own ones) of %d files and a shared one over %d stalls of %d ms, %d syncfs() across them (at most %.2f s after the resume); time items queued %ld, started %ld, finished %ld; %s\n",
-	       ok, eagain, NTARGET, rounds, CHURN_STALL_MS, syncs,
+	printf("churn: %ld RWF_NOWAIT overwrites (-EAGAIN: %ld on the shared file, %ld on the own ones) of %d files and a shared one over %d stalls of %d ms, %d syncfs() across them (at most %.2f s after the resume); time items queued %ld, started %ld, finished %ld; %s\n",
+	       ok, eagain, own_eagain, NTARGET, rounds, CHURN_STALL_MS, syncs,
 	       sync_max / 1e9, c1.queued - c0.queued, c1.started - c0.started,
 	       c1.ended - c0.ended,
 	       bad ? "times lost" : "every file's times on disk after a log flush and a shutdown");
