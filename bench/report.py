@@ -156,22 +156,27 @@ def lat(v):
     return "{:.1f} us".format(v / 1e3)
 
 
+# Effects smaller than this (a factor within 1% of 1) get three decimals
+# and a "(<1%)" tag on their verdicts.
+SMALL = 0.01
+
+
 def rx(v):
-    """A ratio; three decimals within 1% of 1, where two would print a
+    """A ratio; three decimals within SMALL of 1, where two would print a
     "faster" or "slower" cell as 1.00x."""
     if v is None:
         return "-"
-    return "{:.3f}x".format(v) if abs(v - 1) < 0.01 else "{:.2f}x".format(v)
+    return "{:.3f}x".format(v) if abs(v - 1) < SMALL else "{:.2f}x".format(v)
 
 
-def vshow(v, r):
-    """A verdict as the summary prints it: bold, and tagged when the
-    effect is under 1% (the A/A band can be narrower than that under
-    instruction counting, and such verdicts have flipped between runs)."""
+def vshow(v, r, bold=False):
+    """A verdict as the summary prints it, tagged when the effect is under
+    SMALL (the A/A band can be narrower than that under instruction
+    counting, and such verdicts have flipped between runs)."""
     if v not in ("faster", "slower"):
         return v
-    small = r is not None and abs(r - 1) < 0.01
-    return "**{}**{}".format(v, " (<1%)" if small else "")
+    tag = " (<1%)" if r is not None and abs(r - 1) < SMALL else ""
+    return ("**{}**{}" if bold else "{}{}").format(v, tag)
 
 
 def spread(s, f=num):
@@ -503,9 +508,8 @@ def main():
             if tools == "differ":
                 differ.append((c, fs, v, r, fv, fr))
             w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} -> {} | {} |"
-              .format(c, fs, rx(r), rx(aa), vshow(v, r), rx(fr),
-                      vshow(fv, fr).replace("**", ""),
-                      rx(dr), vshow(dv, dr).replace("**", ""),
+              .format(c, fs, rx(r), rx(aa), vshow(v, r, bold=True),
+                      rx(fr), vshow(fv, fr), rx(dr), vshow(dv, dr),
                       num(pb.median, "{:.1f}"),
                       num(pp.median, "{:.1f}"), tools))
     w("")

@@ -700,14 +700,17 @@ static void uring_loop(struct worker *w, struct io_uring *ring,
 			issuing = may_issue(w);
 		}
 		if (npend) {
-			t0 = t_now_ns();
-			for (i = 0; i < npend; i++)
-				if (!slots[pend[i]].start)
-					slots[pend[i]].start = t0;
-			/* The submission sample is the call alone. */
+			/*
+			 * The submission sample is the call alone; the start
+			 * times are stamped after it (completions are reaped
+			 * only below).
+			 */
 			t0 = t_now_ns();
 			ret = io_uring_submit(ring);
 			t1 = t_now_ns();
+			for (i = 0; i < npend; i++)
+				if (!slots[pend[i]].start)
+					slots[pend[i]].start = t0;
 			if (ret < 0) {
 				fprintf(stderr, "worker %u: io_uring_submit: %s\n",
 					w->id, strerror(-ret));

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 #include "helpers.h"
 #include "stamp.h"
@@ -39,7 +40,6 @@
 #define MAX_QD		16
 #define NR_SLOTS	16
 #define MAX_REPORT	4
-#define XFS_MAGIC	0x58465342
 
 struct writer {
 	pthread_t thread;
@@ -656,7 +656,7 @@ int main(void)
 		perror("fstatfs");
 		return T_EXIT_FAIL;
 	}
-	on_xfs = sfs.f_type == XFS_MAGIC;
+	on_xfs = sfs.f_type == XFS_SUPER_MAGIC;
 	if ((strncmp(t_test_fs(), "xfs", 3) == 0) != on_xfs)
 		printf("note: TEST_FS is %s but %s is %son XFS (statfs magic 0x%lx)\n",
 		       t_test_fs(), t_test_dir(), on_xfs ? "" : "not ",

@@ -37,6 +37,7 @@
 #include <sys/xattr.h>
 #include <linux/capability.h>
 #include <linux/loop.h>
+#include <linux/magic.h>
 
 #include "helpers.h"
 
@@ -51,7 +52,6 @@
 #ifndef FS_APPEND_FL
 #define FS_APPEND_FL	0x00000020
 #endif
-#define XFS_MAGIC	0x58465342
 
 #define FSIZE		(64 * 1024)
 #define WOFF		5000	/* the overwrite under test: cached, */
@@ -823,7 +823,7 @@ static int test_frozen(int have_mntns)
 		return T_EXIT_SKIP;
 	}
 	if (!strncmp(fs, "xfs", 3) || (!strcmp(fs, "?") &&
-	    !statfs(t_test_dir(), &sfs) && sfs.f_type == XFS_MAGIC))
+	    !statfs(t_test_dir(), &sfs) && sfs.f_type == XFS_SUPER_MAGIC))
 		type = "xfs";
 	else
 		type = "ext4";

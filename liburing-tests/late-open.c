@@ -63,6 +63,7 @@
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 #include "helpers.h"
 #include "stamp.h"
@@ -70,7 +71,6 @@
 #define SLOT		4096
 #define NR_SLOTS	64
 #define NR_WRITERS	2
-#define XFS_MAGIC	0x58465342
 
 enum rkind { R_PREAD, R_URING, R_DIRECT, R_SPLICE, NR_RKINDS };
 static const char *const rkind_name[NR_RKINDS] = {
@@ -482,7 +482,7 @@ int main(void)
 		perror("fstatfs");
 		return T_EXIT_FAIL;
 	}
-	on_xfs = sfs.f_type == XFS_MAGIC;
+	on_xfs = sfs.f_type == XFS_SUPER_MAGIC;
 	if (t_stamp_prefill(wfd, 0x80, NR_SLOTS * SLOT, SLOT))
 		return T_EXIT_FAIL;
 	close(wfd);

@@ -51,7 +51,6 @@ struct tally {
 static int new_file(char *path, size_t plen)
 {
 	int fd = t_create_file("nowait-no-trace", 0, path, plen);
-
 	off_t off;
 
 	t_fill_pattern(shadow, FSIZE, 0, 1);
@@ -79,14 +78,11 @@ static int ts_equal(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
-/* Where nowait_write() writes: WOFF, or WOFF + 100 for the partial case. */
-static off_t woff = WOFF;
-
 /*
  * One RWF_NOWAIT write of [woff, woff + WLEN) in mode @m with stale
  * timestamps; judge it if it failed. Returns -1 on a setup error.
  */
-static int nowait_write(int fd, enum t_wmode m, const char *what,
+static int nowait_write(int fd, off_t woff, enum t_wmode m, const char *what,
 			struct tally *t)
 {
 	struct stat before, after;
@@ -210,7 +206,7 @@ static int case_dio(void)
 		/* The direct write is in flight: i_dio_count is raised. */
 		for (i = 0; i < ROUNDS; i++)
 			for (m = T_URING_NOWAIT; m <= T_PWRITEV2_NOWAIT; m++)
-				if (nowait_write(fd, m, "O_DIRECT write in flight", &t))
+				if (nowait_write(fd, WOFF, m, "O_DIRECT write in flight", &t))
 					goto serve;
 		ret = report("O_DIRECT write in flight", &t, 1);
 	}
@@ -247,10 +243,11 @@ serve:
  * (1) or its first page, which the write covers in part (2), dropped from
  * the page cache before each write. (The first: where a later page is the
  * one that needs a read, 6.12's path writes the pages before it and
- * returns a short count, which is not what is judged here.) A write that covers its uncached
- * pages whole may create them and complete (patches 40-43), so only the
- * partial case must see a write fail: it needs a read, which no NOWAIT
- * write does (6.12 refuses it too: XFS at the read, ext4 at once).
+ * returns a short count, which is not what is judged here.) A write that
+ * covers its uncached pages whole may create them and complete (patches
+ * 40-43), so only the partial case must see a write fail: it needs a
+ * read, which no NOWAIT write does (6.12 refuses it too: XFS at the read,
+ * ext4 at once).
  */
 static int case_uncached(int how)
 {
@@ -263,9 +260,9 @@ static int case_uncached(int how)
 	char path[PATH_MAX];
 	off_t drop = how == 0 ? WOFF + PG : WOFF;
 	size_t dlen = how == 1 ? WLEN : PG;
+	off_t woff = how == 2 ? WOFF + 100 : WOFF;
 	int fd, i, m, ret;
 
-	woff = how == 2 ? WOFF + 100 : WOFF;
 	fd = new_file(path, sizeof(path));
 	if (fd < 0)
 		return 1;
@@ -283,7 +280,7 @@ static int case_uncached(int how)
 				close(fd);
 				return 1;
 			}
-			if (nowait_write(fd, m, what, &t)) {
+			if (nowait_write(fd, woff, m, what, &t)) {
 				close(fd);
 				return 1;
 			}
@@ -296,7 +293,6 @@ static int case_uncached(int how)
 	}
 	close(fd);
 	t_remove_file(path);
-	woff = WOFF;
 	return ret;
 }
 

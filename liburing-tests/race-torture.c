@@ -84,6 +84,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include "helpers.h"
 #include "stamp.h"
@@ -98,8 +99,6 @@
 #define MAX_ZEV		65536
 #define MAX_THREADS	8
 #define MAX_REPORT	4
-#define XFS_MAGIC	0x58465342
-#define EXT4_MAGIC	0xEF53
 
 #define ID_DIO		4
 #define ID_MMAP		5
@@ -1363,14 +1362,14 @@ int main(void)
 		perror("fstatfs");
 		return T_EXIT_FAIL;
 	}
-	on_xfs = sfs.f_type == XFS_MAGIC;
+	on_xfs = sfs.f_type == XFS_SUPER_MAGIC;
 	probe();
 	/*
 	 * ext4 and XFS take both: there a missing attacker is a failure, not
 	 * a torture with fewer detectors (elsewhere, e.g. the host's tmpfs
 	 * of the selftest, it is only named in the header line).
 	 */
-	if ((on_xfs || sfs.f_type == EXT4_MAGIC) && (no_dio[0] || !can_punch)) {
+	if ((on_xfs || sfs.f_type == EXT4_SUPER_MAGIC) && (no_dio[0] || !can_punch)) {
 		fprintf(stderr, "%s: the O_DIRECT or punch attacker cannot run (%s%s%s)\n",
 			t_test_fs(), no_dio, no_dio[0] && !can_punch ? "; " : "",
 			can_punch ? "" : no_punch);

@@ -55,10 +55,10 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include "helpers.h"
 
-#define XFS_MAGIC	0x58465342
 #define PG		4096
 #define NPAGES		16
 #define FSIZE		(NPAGES * PG)
@@ -136,7 +136,7 @@ int main(void)
 		perror("fstatfs");
 		return 1;
 	}
-	nr_kinds = sfs.f_type == XFS_MAGIC ? NR_KINDS : READ;
+	nr_kinds = sfs.f_type == XFS_SUPER_MAGIC ? NR_KINDS : READ;
 	/* 4 KiB at a time: small folios on XFS too. */
 	memset(big, 0, sizeof(big));
 	for (k = 0; k < NPAGES; k++) {
