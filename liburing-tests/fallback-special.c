@@ -57,7 +57,7 @@
 #define WOFF		5000	/* the overwrite under test: cached, */
 #define WLEN		6000	/* inside EOF, not page aligned */
 #define THAW_MS		200
-#define WATCHDOG_MS	3000
+#define WATCHDOG_MS	10000
 
 static struct io_uring ring;
 static unsigned char wbuf[FSIZE], rbuf[FSIZE];

@@ -21,7 +21,7 @@ set -u
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 SPLAT_RE=$(cat "$TOP/vm/splat-patterns")
-PEER_TIMEOUT=${PEER_TIMEOUT:-60}
+PEER_TIMEOUT=${PEER_TIMEOUT:-180}
 FLAVOUR=${TEST_FLAVOUR:-unknown}
 FS=${TEST_FS:-none}
 

@@ -73,6 +73,10 @@
  *		  overwrite gate until patch 0050, and the writes waited for
  *		  the reader from task_work until the device resumed (16 of
  *		  16 on the 49-patch series).
+ *		While it runs, the hung task detector's limit is raised to
+ *		HUNG_S (the log's own threads wait for the device as long as
+ *		the log is stalled, which on a slow host passes the debug
+ *		kernel's 60 s), and restored at exit.
  *		A feature test: 6.12 refuses these writes (-EAGAIN on XFS,
  *		-EOPNOTSUPP on ext4). Runs on the default-mount configs; on
  *		a lazytime config it skips (such mounts queue no items).
@@ -130,10 +134,20 @@
 #define EV_END		TRACING "workqueue_execute_end"
 #define TRIGGER		"hist:keys=function.sym"
 #define ITEM_FN		"inode_time_workfn"
+#define HUNG_PATH	"/proc/sys/kernel/hung_task_timeout_secs"
+/*
+ * The hung task detector's limit while the test runs: the log's own
+ * threads (XFS's log worker, jbd2) wait for the suspended device for as
+ * long as the log stays stalled, past the debug kernel's 60 s on a slow
+ * host (a splat: a failed boot). Still past the watchdog's resume.
+ */
+#define HUNG_S		"600"
 /* How long the target may stay suspended before the watchdog resumes it. */
 #define WATCHDOG_S	420
 /* Seconds without an inode update that count as a stalled log. */
 #define STALL_S		3
+/* How long the hogs' items may take to start. */
+#define SETTLE_S	10
 /* Tries at stalling the log before the test gives up. */
 #define STALL_TRIES	3
 /* How long syncfs() of TEST_DIR's file system may take beside the stall. */
@@ -157,6 +171,7 @@ static const char *fstype;
 static int other_fs;
 static int nmeta;
 static int hog_fd[NHOG];
+static char hung_timeout[32];
 static pthread_t meta;
 
 static atomic_long meta_done;
@@ -240,6 +255,8 @@ static void cleanup(void)
 		t_write_str(EV_START "/trigger", "!" TRIGGER);
 		t_write_str(EV_END "/trigger", "!" TRIGGER);
 	}
+	if (hung_timeout[0] && t_write_str(HUNG_PATH, hung_timeout))
+		fprintf(stderr, "note: " HUNG_PATH " not restored to %s\n", hung_timeout);
 	if (mounted) {
 		for (i = 0; umount(MNT) && errno == EBUSY && i < 20; i++)
 			msleep(100);
@@ -356,6 +373,18 @@ static int setup(void)
 	t_write_str(EV_QUEUE "/trigger", "!" TRIGGER);
 	t_write_str(EV_START "/trigger", "!" TRIGGER);
 	t_write_str(EV_END "/trigger", "!" TRIGGER);
+	/* Absent without CONFIG_DETECT_HUNG_TASK: nothing to raise. */
+	p = fopen(HUNG_PATH, "r");
+	if (p) {
+		if (fgets(hung_timeout, sizeof(hung_timeout), p))
+			hung_timeout[strcspn(hung_timeout, "\n")] = '\0';
+		fclose(p);
+		if (hung_timeout[0] && t_write_str(HUNG_PATH, HUNG_S)) {
+			perror(HUNG_PATH);
+			hung_timeout[0] = '\0';
+			return 1;
+		}
+	}
 	unlink(IMG);
 	fd = open(IMG, O_CREAT | O_RDWR | O_TRUNC, 0600);
 	if (fd < 0 || ftruncate(fd, 256 << 20)) {
@@ -590,6 +619,32 @@ static int wait_stalled(void)
 	return 1;
 }
 
+/*
+ * Wait at least @min_ms, then until every item queued has started and
+ * @running are running (at most, for @running 1; exactly, else), at most
+ * SETTLE_S: on a slow host a worker may take longer than @min_ms to
+ * start, and a kernel that gets this wrong is judged on what @c then
+ * holds.
+ */
+static int settle(struct counts *c, unsigned int min_ms, long running)
+{
+	uint64_t end;
+
+	msleep(min_ms);
+	end = t_now_ns() + SETTLE_S * 1000000000ULL;
+	for (;;) {
+		if (counts(c))
+			return 1;
+		if (c->queued == c->started &&
+		    (running == 1 ? c->started - c->ended <= 1 :
+		     c->started - c->ended == running))
+			return 0;
+		if (t_now_ns() > end)
+			return 0;
+		msleep(50);
+	}
+}
+
 /* Wait until every item queued has finished (max 120 s). */
 static int wait_drained(const char *when)
 {
@@ -685,7 +740,7 @@ static int check_other_fs(void)
 	 * writers stopped, its chmod thread is blocked) and must finish
 	 * nothing.
 	 */
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 1000; i++) {
 		if (items(&q1, &e1))
 			return 1;
 		if (e1 - e0 >= q1 - q0)
@@ -1125,8 +1180,8 @@ static int check_splice(void)
 		goto resume;
 	}
 	started = 1;
-	/* Blocked in the read I/O: sleeping uninterruptibly (max 10 s). */
-	for (i = 0; i < 1000 && !atomic_load(&sp.done); i++) {
+	/* Blocked in the read I/O: sleeping uninterruptibly (max 30 s). */
+	for (i = 0; i < 3000 && !atomic_load(&sp.done); i++) {
 		if (atomic_load(&sp.tid) &&
 		    (state = task_state(atomic_load(&sp.tid))) == 'D')
 			break;
@@ -1271,16 +1326,14 @@ int main(void)
 		for (i = 0; i < HOT_TICKS; i++)
 			if (tick_write(hog_fd[0], "hot hog0", 100 * try + i))
 				return T_EXIT_FAIL;
-		msleep(200);
-		if (counts(&ch))
+		if (settle(&ch, 200, 1))
 			return T_EXIT_FAIL;
 		for (i = 1; i < NHOG; i++) {
 			snprintf(name, sizeof(name), "hog%d", i);
 			if (tick_write(hog_fd[i], name, 100 * try + i))
 				return T_EXIT_FAIL;
 		}
-		msleep(1000);
-		if (counts(&c1))
+		if (settle(&c1, 1000, NHOG))
 			return T_EXIT_FAIL;
 		/*
 		 * A stalled log: every running slot holds an item that blocks
