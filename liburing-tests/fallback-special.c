@@ -41,10 +41,6 @@
 
 #include "helpers.h"
 
-#ifndef FIFREEZE
-#define FIFREEZE	_IOWR('X', 119, int)
-#define FITHAW		_IOWR('X', 120, int)
-#endif
 #ifndef FS_IOC_GETFLAGS
 #define FS_IOC_GETFLAGS	_IOR('f', 1, long)
 #define FS_IOC_SETFLAGS	_IOW('f', 2, long)

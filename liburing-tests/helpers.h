@@ -28,6 +28,11 @@ enum t_test_result {
 #define T_IOC_GOINGDOWN			_IOR('X', 125, uint32_t)
 #define T_GOING_FLAGS_LOGFLUSH		0x1
 #define T_GOING_FLAGS_NOLOGFLUSH	0x2
+/* Freeze and thaw (<linux/fs.h>, which clashes with <sys/mount.h>). */
+#ifndef FIFREEZE
+#define FIFREEZE			_IOWR('X', 119, int)
+#define FITHAW				_IOWR('X', 120, int)
+#endif
 
 /* Write @s to the file at @path (sysfs, tracefs): 0 or -errno. */
 int t_write_str(const char *path, const char *s);

@@ -103,11 +103,6 @@
 
 #include "helpers.h"
 
-#ifndef FIFREEZE
-#define FIFREEZE	_IOWR('X', 119, int)
-#define FITHAW		_IOWR('X', 120, int)
-#endif
-
 /* The max_active of a superblock's inode_times workqueue (fs/inode.c). */
 #define NHOG		8
 #define NTARGET		8
